@@ -1,0 +1,1 @@
+"""raisim_jax: RaiSim on JAX."""

@@ -1,0 +1,1 @@
+"""Pure math helpers: quaternions (w, x, y, z), rotations, gradient-safe operations."""
