@@ -1,1 +1,26 @@
-"""raisim_jax: RaiSim on JAX."""
+"""raisim_jax: RaiSim's rigid-body physics on JAX (jit, vmap, grad), with RaiSim's World API.
+
+Pure core: `compile_world`, `step`, `integrate1`, `integrate2`, `rollout` over `Model`/`State`.
+OO layer: `World` and its objects, with RaiSim's method names.
+"""
+
+from raisim_jax.compile import compile_world as compile_world
+from raisim_jax.step import integrate1 as integrate1
+from raisim_jax.step import integrate2 as integrate2
+from raisim_jax.step import rollout as rollout
+from raisim_jax.step import step as step
+from raisim_jax.types import BodyType as BodyType
+from raisim_jax.types import Control as Control
+from raisim_jax.types import Model as Model
+from raisim_jax.types import ObjectType as ObjectType
+from raisim_jax.types import State as State
+from raisim_jax.objects import CompoundObjectChild as CompoundObjectChild
+from raisim_jax.objects import Transformation as Transformation
+from raisim_jax.world import COLLISION as COLLISION
+from raisim_jax.world import World as World
+
+__all__ = [
+    "compile_world", "step", "integrate1", "integrate2", "rollout",
+    "Model", "State", "Control", "BodyType", "ObjectType",
+    "World", "COLLISION", "CompoundObjectChild", "Transformation",
+]

@@ -1,0 +1,63 @@
+"""The simulation step as pure functions of (Model, State).
+
+    integrate1: clears last step's contacts, runs collision detection (contacts land in the
+                state so they can be read between the two halves, as in RaiSim)
+    integrate2: external loads -> free velocity -> contact solver -> pose integration,
+                world time += dt, external loads cleared
+    step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
+    rollout   = lax.scan of step
+"""
+
+import jax
+import jax.numpy as jnp
+
+from raisim_jax.dynamics import single_body
+from raisim_jax.types import Control, Model, State
+
+
+def integrate1(model: Model, state: State) -> State:
+  """Collision detection stage (RaiSim's integrate1). Single bodies need no kinematics."""
+  del model
+  return state
+
+
+def integrate2(model: Model, state: State, control: Control | None = None) -> State:
+  """Velocity update, contact solve and pose update (RaiSim's integrate2)."""
+  bodies = state.bodies
+  force, torque = bodies.external_force, bodies.external_torque
+  if control is not None:
+    force = force + control.body_force
+    torque = torque + control.body_torque
+  velocity = single_body.free_velocity(model, state, force, torque)
+  state = single_body.integrate_pose(model, state, velocity)
+  zeros = jnp.zeros_like(bodies.external_force)
+  state = state.replace(
+      bodies=state.bodies.replace(external_force=zeros, external_torque=zeros),
+      time=state.time + model.time_step,
+  )
+  return state
+
+
+def step(model: Model, state: State, control: Control | None = None) -> State:
+  """One world step: integrate1 then integrate2. Pure; jit, vmap and grad apply."""
+  return integrate2(model, integrate1(model, state), control)
+
+
+def rollout(model: Model, state: State, n_steps: int, controls: Control | None = None):
+  """Runs `n_steps` steps with lax.scan.
+
+  Args:
+    model: Model.
+    state: initial State.
+    n_steps: static number of steps.
+    controls: None, or a Control whose leaves have a leading axis of length n_steps.
+
+  Returns:
+    (final_state, trajectory) where trajectory is a State whose leaves have a leading axis of
+    length n_steps holding the state after each step.
+  """
+  def body(carry, control):
+    new = step(model, carry, control)
+    return new, new
+
+  return jax.lax.scan(body, state, controls, length=n_steps)

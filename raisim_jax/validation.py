@@ -1,0 +1,76 @@
+"""Host-side argument checks shared by the loaders, the compiler and the OO layer.
+
+Each raises ValueError naming the argument and the bad value before anything is traced.
+"""
+
+import numpy as np
+
+UNIT_QUATERNION_TOLERANCE = 1e-6
+
+
+def vector(value, length: int, name: str) -> np.ndarray:
+  """`value` as a float64 array of shape (length,); ValueError naming `name` otherwise."""
+  try:
+    array = np.asarray(value, dtype=np.float64)
+  except (TypeError, ValueError) as error:
+    raise ValueError(f"argument '{name}' must be {length} numbers, got {value!r}") from error
+  if array.shape != (length,):
+    raise ValueError(f"argument '{name}' must have {length} elements, got shape {array.shape}")
+  if not np.all(np.isfinite(array)):
+    raise ValueError(f"argument '{name}' must be finite, got {array}")
+  return array
+
+
+def matrix3(value, name: str) -> np.ndarray:
+  """`value` as a finite (3, 3) float64 array."""
+  array = np.asarray(value, dtype=np.float64)
+  if array.shape != (3, 3):
+    raise ValueError(f"argument '{name}' must be a 3x3 matrix, got shape {array.shape}")
+  if not np.all(np.isfinite(array)):
+    raise ValueError(f"argument '{name}' must be finite, got {array}")
+  return array
+
+
+def unit_quaternion(value, name: str = "quaternion") -> np.ndarray:
+  """A (w, x, y, z) quaternion of unit norm (within 1e-6); ValueError for zero or non-unit."""
+  q = vector(value, 4, name)
+  norm = np.linalg.norm(q)
+  if abs(norm - 1.0) > UNIT_QUATERNION_TOLERANCE:
+    raise ValueError(f"argument '{name}' must be a unit quaternion (w, x, y, z), got {q} "
+                     f"with norm {norm:.6g}")
+  return q / norm
+
+
+def rotation_matrix(value, name: str = "rotation") -> np.ndarray:
+  """A proper orthonormal 3x3 rotation matrix (within 1e-6)."""
+  r = matrix3(value, name)
+  if (np.abs(r @ r.T - np.eye(3)).max() > UNIT_QUATERNION_TOLERANCE
+      or abs(np.linalg.det(r) - 1.0) > UNIT_QUATERNION_TOLERANCE):
+    raise ValueError(f"argument '{name}' must be a rotation matrix (orthonormal, det +1)")
+  return r
+
+
+def positive(value, name: str) -> float:
+  """A finite number > 0."""
+  x = float(value)
+  if not np.isfinite(x) or x <= 0:
+    raise ValueError(f"argument '{name}' must be positive, got {value!r}")
+  return x
+
+
+def non_negative(value, name: str) -> float:
+  """A finite number >= 0."""
+  x = float(value)
+  if not np.isfinite(x) or x < 0:
+    raise ValueError(f"argument '{name}' must be non-negative, got {value!r}")
+  return x
+
+
+def inertia(value, name: str = "inertia") -> np.ndarray:
+  """A symmetric positive-definite 3x3 inertia matrix."""
+  i = matrix3(value, name)
+  if np.abs(i - i.T).max() > 1e-9 * max(1.0, np.abs(i).max()):
+    raise ValueError(f"argument '{name}' must be symmetric, got {i.tolist()}")
+  if np.linalg.eigvalsh(i).min() <= 0:
+    raise ValueError(f"argument '{name}' must be positive definite, got {i.tolist()}")
+  return i

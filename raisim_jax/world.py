@@ -1,0 +1,331 @@
+"""The OO World, with RaiSim's names: a builder for the description, a compiled (Model, State)
+cache and the jitted pure step. It holds no physics.
+
+Adding or removing an object changes the structure and recompiles on the next use; setting a
+state or a physical parameter writes new leaves and reuses the compiled step.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from raisim_jax import objects, validation
+from raisim_jax.compile import compile_world, resolve_dtype
+from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, CollisionShape,
+                                    SingleBodyDescription, WorldDescription)
+from raisim_jax.dynamics import mass_properties
+from raisim_jax.step import integrate1, integrate2, step
+from raisim_jax.types import BodyType, ObjectType
+
+
+def COLLISION(index: int) -> int:
+  """The collision-group bit of group `index` (0..63), as raisim::COLLISION."""
+  index = int(index)
+  if not 0 <= index < 64:
+    raise ValueError(f"argument 'index' must be in [0, 63], got {index}")
+  return 1 << index
+
+
+def _collision_bits(value, name):
+  """A 64-bit group/mask; -1 (RaiSim's CollisionGroup(-1)) means all groups."""
+  value = int(value)
+  if value < 0:
+    value &= ALL_GROUPS
+  if value > ALL_GROUPS:
+    raise ValueError(f"argument '{name}' must fit in 64 bits, got {value}")
+  return value
+
+
+_VIEW_CLASS = {
+    ObjectType.SPHERE: objects.Sphere, ObjectType.BOX: objects.Box,
+    ObjectType.CYLINDER: objects.Cylinder, ObjectType.CONE: objects.Cone,
+    ObjectType.CAPSULE: objects.Capsule, ObjectType.HALFSPACE: objects.Ground,
+    ObjectType.COMPOUND: objects.Compound,
+}
+
+_BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body", "com": "com_body",
+                     "linear_damping": "linear_damping", "angular_damping": "angular_damping",
+                     "body_type": "body_type"}
+
+
+class World:
+  """A RaiSim world: objects, gravity, time step and time, stepped by the pure core.
+
+  Args:
+    dtype: float64 (default, RaiSim's precision) or float32.
+  """
+
+  def __init__(self, dtype=jnp.float64):
+    self._dtype = resolve_dtype(dtype)
+    self._description = WorldDescription()
+    self._objects = []
+    self._compound_children = {}
+    self._model = None
+    self._state = None
+    self._dirty = True
+    self._configuration_number = 0
+    self._step = jax.jit(step)
+    self._integrate1 = jax.jit(integrate1)
+    self._integrate2 = jax.jit(integrate2)
+
+  # ---- compile cache --------------------------------------------------------------------
+  def _sync_description_from_state(self):
+    """Copies the current state into the descriptions before a structural recompile."""
+    if self._state is None:
+      return
+    bodies = jax.tree.map(np.asarray, self._state.bodies)
+    for index, obj in enumerate(self._objects):
+      d = obj._description
+      d.position = bodies.position[index].astype(np.float64)
+      d.quaternion = bodies.quaternion[index].astype(np.float64)
+      d.linear_velocity = bodies.linear_velocity[index].astype(np.float64)
+      d.angular_velocity = bodies.angular_velocity[index].astype(np.float64)
+    self._description.time = float(self._state.time)
+
+  def _ensure_compiled(self):
+    if self._dirty:
+      self._description.bodies = [obj._description for obj in self._objects]
+      self._model, self._state = compile_world(self._description, self._dtype)
+      self._dirty = False
+
+  def _structure_changed(self):
+    self._sync_description_from_state()
+    self._dirty = True
+    self._configuration_number += 1
+
+  def _current_state(self):
+    self._ensure_compiled()
+    return self._state
+
+  def _current_model(self):
+    self._ensure_compiled()
+    return self._model
+
+  def compile(self):
+    """(model, state): the pure-core pytrees of this world, for jit/vmap/grad use."""
+    self._ensure_compiled()
+    return self._model, self._state
+
+  def setState(self, state):
+    """Replaces the world's State (e.g. one taken from a batched rollout)."""
+    self._ensure_compiled()
+    self._state = state
+
+  # ---- writes from object views ---------------------------------------------------------
+  def _write_body_state(self, index, fields):
+    self._ensure_compiled()
+    bodies = self._state.bodies
+    updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
+               for name, value in fields.items()}
+    self._state = self._state.replace(bodies=bodies.replace(**updates))
+
+  def _write_body_model(self, obj, **fields):
+    self._ensure_compiled()
+    index = self._index_of(obj)
+    description = obj._description
+    bodies = self._model.bodies
+    updates = {}
+    for name, value in fields.items():
+      setattr(description, name, value)
+      leaf = getattr(bodies, _BODY_MODEL_FIELD[name])
+      updates[_BODY_MODEL_FIELD[name]] = leaf.at[index].set(jnp.asarray(value, leaf.dtype))
+    self._model = self._model.replace(bodies=bodies.replace(**updates))
+
+  def _add_external_load(self, index, force, torque):
+    bodies = self._current_state().bodies
+    self._write_body_state(index, {
+        "external_force": np.asarray(bodies.external_force[index]) + force,
+        "external_torque": np.asarray(bodies.external_torque[index]) + torque,
+    })
+
+  def _index_of(self, obj) -> int:
+    for index, candidate in enumerate(self._objects):
+      if candidate is obj:
+        return index
+    raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)")
+
+  def _rename(self, obj, name):
+    if name and any(o is not obj and o.getName() == name for o in self._objects):
+      raise ValueError(f"argument 'name': an object named '{name}' already exists")
+    obj._description.name = name
+
+  # ---- adding objects -------------------------------------------------------------------
+  def _add_body(self, object_type, size, mass, inertia, material, group, mask, body_type,
+                shapes=None, com=None, position=None):
+    description = SingleBodyDescription(
+        name="", object_type=object_type, size=np.asarray(size, np.float64),
+        mass=float(mass), inertia=np.asarray(inertia, np.float64),
+        com=np.zeros(3) if com is None else com,
+        shapes=shapes if shapes is not None else [
+            CollisionShape(object_type, np.asarray(size, np.float64), material=material)],
+        body_type=body_type,
+        collision_group=_collision_bits(group, "collisionGroup"),
+        collision_mask=_collision_bits(mask, "collisionMask"),
+    )
+    if position is not None:
+      description.position = position
+    self._structure_changed()
+    view = _VIEW_CLASS[object_type](self, description)
+    self._objects.append(view)
+    return view
+
+  def addSphere(self, radius, mass, material="default", collisionGroup=1, collisionMask=-1):
+    """Adds a dynamic sphere; its body origin is its COM."""
+    radius = validation.positive(radius, "radius")
+    mass = validation.positive(mass, "mass")
+    return self._add_body(ObjectType.SPHERE, [radius, 0, 0, 0], mass,
+                          mass_properties.sphere_inertia(mass, radius), material,
+                          collisionGroup, collisionMask, BodyType.DYNAMIC)
+
+  def addBox(self, xLength, yLength, zLength, mass, material="default", collisionGroup=1,
+             collisionMask=-1):
+    """Adds a dynamic box of full side lengths x, y, z."""
+    dims = [validation.positive(v, n) for v, n in
+            ((xLength, "xLength"), (yLength, "yLength"), (zLength, "zLength"))]
+    mass = validation.positive(mass, "mass")
+    return self._add_body(ObjectType.BOX, dims + [0], mass,
+                          mass_properties.box_inertia(mass, *dims), material,
+                          collisionGroup, collisionMask, BodyType.DYNAMIC)
+
+  def _add_axial(self, object_type, inertia_function, radius, height, mass, material, group,
+                 mask):
+    radius = validation.positive(radius, "radius")
+    height = validation.positive(height, "height")
+    mass = validation.positive(mass, "mass")
+    return self._add_body(object_type, [radius, height, 0, 0], mass,
+                          inertia_function(mass, radius, height), material, group, mask,
+                          BodyType.DYNAMIC)
+
+  def addCylinder(self, radius, height, mass, material="default", collisionGroup=1,
+                  collisionMask=-1):
+    """Adds a dynamic cylinder (axis z, total length `height`)."""
+    return self._add_axial(ObjectType.CYLINDER, mass_properties.cylinder_inertia, radius,
+                           height, mass, material, collisionGroup, collisionMask)
+
+  def addCapsule(self, radius, height, mass, material="default", collisionGroup=1,
+                 collisionMask=-1):
+    """Adds a dynamic capsule (axis z, `height` between the hemisphere centres)."""
+    return self._add_axial(ObjectType.CAPSULE, mass_properties.capsule_inertia, radius,
+                           height, mass, material, collisionGroup, collisionMask)
+
+  def addCone(self, radius, height, mass, material="default", collisionGroup=1,
+              collisionMask=-1):
+    """Adds a dynamic cone (axis z, origin at the COM: base at -h/4, apex at +3h/4)."""
+    return self._add_axial(ObjectType.CONE, mass_properties.cone_inertia, radius, height,
+                           mass, material, collisionGroup, collisionMask)
+
+  def addGround(self, zHeight=0.0, material="default", collisionMask=-1):
+    """Adds the static half-space z <= zHeight (collision group 63)."""
+    height = float(zHeight)
+    if not np.isfinite(height):
+      raise ValueError(f"argument 'zHeight' must be finite, got {zHeight!r}")
+    return self._add_body(ObjectType.HALFSPACE, [height, 0, 0, 0], 0.0, np.eye(3), material,
+                          STATIC_GROUP, collisionMask, BodyType.STATIC,
+                          shapes=[CollisionShape(ObjectType.HALFSPACE,
+                                                 np.array([0.0, 0, 0, 0]), material=material)],
+                          position=np.array([0.0, 0.0, height]))
+
+  def addCompound(self, children, mass, COM, inertia, collisionGroup=1, collisionMask=-1):
+    """Adds one rigid body made of primitive `children` (CompoundObjectChild list).
+
+    Args:
+      children: CompoundObjectChild list; each child's `trans` places it in the compound frame.
+      mass: total mass. COM: (3,) centre of mass in the compound frame. inertia: (3, 3) about
+        the COM, compound frame. The body's position is its COM.
+    """
+    mass = validation.positive(mass, "mass")
+    com = validation.vector(COM, 3, "COM")
+    inertia = validation.inertia(inertia, "inertia")
+    if len(children) == 0:
+      raise ValueError("argument 'children' must hold at least one CompoundObjectChild")
+    shapes = []
+    for k, child in enumerate(children):
+      if child.objectType not in (ObjectType.SPHERE, ObjectType.BOX, ObjectType.CYLINDER,
+                                  ObjectType.CONE, ObjectType.CAPSULE):
+        raise ValueError(f"children[{k}]: objectType {child.objectType!r} is not a primitive")
+      size = validation.vector(child.objectParam, 4, f"children[{k}].objectParam")
+      count = 3 if child.objectType == ObjectType.BOX else (
+          1 if child.objectType == ObjectType.SPHERE else 2)
+      if np.any(size[:count] <= 0):
+        raise ValueError(f"children[{k}].objectParam must be positive, got {size[:count]}")
+      shapes.append(CollisionShape(
+          child.objectType, size,
+          position=validation.vector(child.trans.pos, 3, f"children[{k}].trans.pos") - com,
+          rotation=validation.rotation_matrix(child.trans.rot, f"children[{k}].trans.rot"),
+          material=child.material))
+    view = self._add_body(ObjectType.COMPOUND, [0, 0, 0, 0], mass, inertia, "default",
+                          collisionGroup, collisionMask, BodyType.DYNAMIC, shapes=shapes,
+                          com=com)
+    self._compound_children[id(view._description)] = list(children)
+    return view
+
+  def removeObject(self, obj):
+    """Removes an object; the world recompiles on next use."""
+    index = self._index_of(obj)
+    self._structure_changed()
+    del self._objects[index]
+
+  # ---- lookup ---------------------------------------------------------------------------
+  def getObject(self, key):
+    """getObject(name) or getObject(worldIndex). KeyError if absent."""
+    if isinstance(key, str):
+      for obj in self._objects:
+        if obj.getName() == key:
+          return obj
+      raise KeyError(f"no object named '{key}' in the world")
+    index = int(key)
+    if not 0 <= index < len(self._objects):
+      raise KeyError(f"no object with world index {index} (the world has "
+                     f"{len(self._objects)} objects)")
+    return self._objects[index]
+
+  def getObjList(self):
+    return list(self._objects)
+
+  def getConfigurationNumber(self) -> int:
+    return self._configuration_number
+
+  # ---- gravity, time ---------------------------------------------------------------------
+  def setGravity(self, gravity):
+    gravity = validation.vector(gravity, 3, "gravity")
+    self._description.gravity = gravity
+    if not self._dirty:
+      self._model = self._model.replace(gravity=jnp.asarray(gravity, self._dtype))
+
+  def getGravity(self):
+    return np.array(self._description.gravity, np.float64)
+
+  def setTimeStep(self, dt):
+    dt = validation.positive(dt, "dt")
+    self._description.time_step = dt
+    if not self._dirty:
+      self._model = self._model.replace(time_step=jnp.asarray(dt, self._dtype))
+
+  def getTimeStep(self) -> float:
+    return float(self._description.time_step)
+
+  def getWorldTime(self) -> float:
+    return float(self._current_state().time)
+
+  def setWorldTime(self, time):
+    time = float(time)
+    if not np.isfinite(time):
+      raise ValueError(f"argument 'time' must be finite, got {time!r}")
+    self._ensure_compiled()
+    self._state = self._state.replace(time=jnp.asarray(time, self._dtype))
+
+  # ---- stepping ---------------------------------------------------------------------------
+  def integrate(self):
+    """integrate1() then integrate2(): one time step."""
+    self._ensure_compiled()
+    self._state = self._step(self._model, self._state)
+
+  def integrate1(self):
+    """Collision detection for the current configuration."""
+    self._ensure_compiled()
+    self._state = self._integrate1(self._model, self._state)
+
+  def integrate2(self):
+    """Contact solve and integration; advances the world time."""
+    self._ensure_compiled()
+    self._state = self._integrate2(self._model, self._state)
