@@ -4,8 +4,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax.collision import detection, narrowphase, pairs
+from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.description import WorldDescription
-from raisim_jax.types import BodyType, Model, SingleBodyModel, SingleBodyState, State
+from raisim_jax.types import (BodyType, BroadphaseType, CollisionModel, Model, ObjectType,
+                              PairGroup, ShapeModel, SingleBodyModel, SingleBodyState,
+                              SolverModel, State)
+
+SHAPE_TYPE_OF_OBJECT = {
+    ObjectType.SPHERE: ShapeType.SPHERE, ObjectType.BOX: ShapeType.BOX,
+    ObjectType.CYLINDER: ShapeType.CYLINDER, ObjectType.CONE: ShapeType.CONE,
+    ObjectType.CAPSULE: ShapeType.CAPSULE, ObjectType.HALFSPACE: ShapeType.HALFSPACE,
+}
 
 
 def resolve_dtype(dtype):
@@ -28,6 +38,98 @@ def _check_body(body, index):
     raise ValueError(f"{where}: argument 'inertia' must be positive definite")
 
 
+def material_names(description: WorldDescription):
+  """Material names in id order: 'default' first, then first appearance."""
+  names = ["default"]
+  for body in description.bodies:
+    for shape in body.shapes:
+      if shape.material not in names:
+        names.append(shape.material)
+  for a, b in description.material_pairs:
+    for name in (a, b):
+      if name not in names:
+        names.append(name)
+  return names
+
+
+def material_table(description: WorldDescription, names):
+  """(nm, nm, 5) pair table: the default everywhere, then the defined pairs (symmetric)."""
+  table = np.tile(np.asarray(description.default_material.as_row(), np.float64),
+                  (len(names), len(names), 1))
+  index = {name: i for i, name in enumerate(names)}
+  for (a, b), props in description.material_pairs.items():
+    table[index[a], index[b]] = table[index[b], index[a]] = props.as_row()
+  return table
+
+
+def _default_contact_capacity(groups, num_shapes):
+  total = sum(g.capacity * g.points for g in groups)
+  return int(min(total, max(16, 8 * num_shapes)))
+
+
+def _collision_model(description, dtype, names):
+  settings = description.contact_settings
+  max_points = int(settings.maxContactsPerPair)
+  if not 1 <= max_points <= detection.KEY_STRIDE:
+    raise ValueError(f"ContactSettings.maxContactsPerPair must be in [1, 8], got {max_points}")
+  broadphase_type = BroadphaseType(int(settings.broadphase.type))
+  material_id = {name: i for i, name in enumerate(names)}
+  rows = []
+  for body_index, body in enumerate(description.bodies):
+    for shape in body.shapes:
+      rows.append((body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
+                   body.collision_group, body.collision_mask))
+  num_shapes = len(rows)
+  shape_body = tuple(r[0] for r in rows)
+  shape_type = tuple(int(r[1]) for r in rows)
+
+  def stack(values, shape, kind=np.float64):
+    return np.asarray(values, kind).reshape((num_shapes,) + shape)
+
+  shape_model = ShapeModel(
+      size=jnp.asarray(stack([r[2].size for r in rows], (4,)), dtype),
+      position_body=jnp.asarray(stack([r[2].position for r in rows], (3,)), dtype),
+      rotation_body=jnp.asarray(stack([r[2].rotation for r in rows], (3, 3)), dtype),
+      material=jnp.asarray(stack([material_id[r[2].material] for r in rows], (), np.int32)),
+      collision_group=jnp.asarray(stack([pairs.split_bits(r[3]) for r in rows], (2,),
+                                        np.uint32)),
+      collision_mask=jnp.asarray(stack([pairs.split_bits(r[4]) for r in rows], (2,),
+                                       np.uint32)),
+      body=shape_body, shape_type=shape_type)
+
+  candidate = pairs.candidate_pairs(shape_body, shape_type)
+  groups = []
+  for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():
+    index = np.asarray([m[0] for m in members], np.int32)
+    count = len(members)
+    if broadphase_type == BroadphaseType.None_:
+      capacity = count
+    else:
+      capacity = int(min(count, max(16, 4 * num_shapes)))
+    groups.append(PairGroup(
+        shape_a=jnp.asarray([m[1] for m in members], jnp.int32),
+        shape_b=jnp.asarray([m[2] for m in members], jnp.int32),
+        pair_index=jnp.asarray(index),
+        type_a=type_a, type_b=type_b, capacity=capacity,
+        points=min(narrowphase.num_points(type_a, type_b), max_points)))
+  capacity = description.contact_capacity
+  if capacity is None:
+    capacity = _default_contact_capacity(groups, num_shapes)
+  bp = settings.broadphase
+  return CollisionModel(
+      shapes=shape_model, groups=tuple(groups),
+      pair_lookup=jnp.asarray(pairs.pair_lookup_table(candidate, num_shapes)),
+      mbp_world_min=jnp.asarray(bp.mbpWorldMin, dtype),
+      mbp_world_max=jnp.asarray(bp.mbpWorldMax, dtype),
+      mbp_cell_size=jnp.asarray(bp.mbpCellSize, dtype),
+      mbp_padding=jnp.asarray(bp.mbpPadding, dtype),
+      margin=jnp.asarray(settings.sweptCcdSpeculativeMargin, dtype),
+      broadphase=int(broadphase_type),
+      sap_window=int(max(1, min(num_shapes - 1, 64))),
+      mbp_max_cells_per_axis=int(bp.mbpMaxCellsPerAxis),
+      contact_capacity=int(capacity))
+
+
 def compile_world(description: WorldDescription, dtype=jnp.float64):
   """Compiles a world description into the pure core's pytrees.
 
@@ -45,6 +147,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
     return jnp.asarray(np.stack([np.asarray(v, np.float64).reshape(shape) for v in values]),
                        dtype)
 
+  names = material_names(description)
+  solver = description.solver
   body_model = SingleBodyModel(
       mass=stack([b.mass for b in bodies], ()),
       inertia_body=stack([b.inertia for b in bodies], (3, 3)),
@@ -53,8 +157,16 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       angular_damping=stack([b.angular_damping for b in bodies], (3,)),
       body_type=jnp.asarray([int(b.body_type) for b in bodies], jnp.int32).reshape(len(bodies)),
   )
+  collision = _collision_model(description, dtype, names)
   model = Model(
       bodies=body_model,
+      collision=collision,
+      solver=SolverModel(
+          threshold=jnp.asarray(solver.threshold, dtype),
+          erp=jnp.asarray(solver.erp, dtype), erp2=jnp.asarray(solver.erp2, dtype),
+          pair_table=jnp.asarray(material_table(description, names), dtype),
+          max_iterations=int(solver.max_iterations),
+          reverse_order=bool(solver.reverse_order)),
       gravity=jnp.asarray(description.gravity, dtype),
       time_step=jnp.asarray(description.time_step, dtype),
       num_bodies=len(bodies),
@@ -68,5 +180,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       external_force=zeros,
       external_torque=zeros,
   )
-  state = State(bodies=body_state, time=jnp.asarray(description.time, dtype))
+  state = State(bodies=body_state,
+                contacts=detection.empty_contacts(collision.contact_capacity, dtype),
+                time=jnp.asarray(description.time, dtype),
+                solver_iterations=jnp.zeros((), jnp.int32))
   return model, state

@@ -53,9 +53,73 @@ class SingleBodyDescription:
 
 
 @dataclasses.dataclass
+class MaterialPairProperties:
+  """RaiSim's MaterialPairProperties: friction, restitution and static friction of a pair.
+
+  The static coefficient defaults to the dynamic one (no static-friction effect)."""
+  c_f: float = 0.8          # coefficient of (dynamic) friction
+  c_r: float = 0.0          # coefficient of restitution
+  r_th: float = 0.0         # restitution threshold: slower impacts do not bounce
+  c_static_f: float = 0.8   # static friction coefficient (>= c_f)
+  v_static: float = 0.0     # below this relative speed, friction blends towards c_static_f
+
+  def as_row(self):
+    return [self.c_f, self.c_r, self.r_th, self.c_static_f, self.v_static]
+
+
+@dataclasses.dataclass
+class BroadphaseSettings:
+  """RaiSim's contact::BroadphaseSettings (field names as in the spec)."""
+  type: int = 1  # BroadphaseType.Sap3Axis
+  mbpWorldMin: tuple = (-100.0, -100.0, -100.0)
+  mbpWorldMax: tuple = (100.0, 100.0, 100.0)
+  mbpCellSize: tuple = (1.0, 1.0, 1.0)
+  mbpPadding: float = 0.5
+  mbpMaxCellsPerAxis: int = 128
+  mbpMaxCellsPerObject: int = 64
+  mbpUseWorldBounds: bool = True
+
+
+@dataclasses.dataclass
+class ContactSettings:
+  """RaiSim's contact::ContactSettings with the spec's defaults.
+
+  The GJK/EPA fields are accepted for API compatibility; the narrowphase uses fixed
+  iteration counts (see docs/narrowphase.md)."""
+  gjkMaxIterations: int = 32
+  gjkTolerance: float = 1e-6
+  epaMaxIterations: int = 64
+  epaTolerance: float = 1e-4
+  maxContactsPerPair: int = 8
+  sweptCcdEnabled: bool = False
+  sweptCcdMinSpeed: float = 0.0
+  sweptCcdSpeculativeMargin: float = 1e-4
+  broadphase: BroadphaseSettings = dataclasses.field(default_factory=BroadphaseSettings)
+
+
+@dataclasses.dataclass
+class SolverSettings:
+  """Contact solver parameters (setContactSolverParam, setERP, iteration order)."""
+  max_iterations: int = 150
+  threshold: float = 1e-8
+  erp: float = 0.2
+  erp2: float = 0.0
+  reverse_order: bool = False
+
+
+@dataclasses.dataclass
 class WorldDescription:
-  """Everything needed to compile a world."""
+  """Everything needed to compile a world.
+
+  `material_pairs` maps a sorted (name, name) tuple to MaterialPairProperties; pairs not in it
+  get `default_material`. `contact_capacity` None sizes the contact buffer automatically."""
   bodies: list = dataclasses.field(default_factory=list)
   gravity: np.ndarray = dataclasses.field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
   time_step: float = 0.005
   time: float = 0.0
+  material_pairs: dict = dataclasses.field(default_factory=dict)
+  default_material: MaterialPairProperties = dataclasses.field(
+      default_factory=MaterialPairProperties)
+  contact_settings: ContactSettings = dataclasses.field(default_factory=ContactSettings)
+  solver: SolverSettings = dataclasses.field(default_factory=SolverSettings)
+  contact_capacity: int | None = None

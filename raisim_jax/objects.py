@@ -35,6 +35,11 @@ class Object:
   def getObjectType(self) -> ObjectType:
     return self._description.object_type
 
+  def getContacts(self):
+    """Contacts of this object from the last integrate1 (none for STATIC objects, as in
+    RaiSim); each a Contact whose impulse is set by the following integrate2."""
+    return self._world._object_contacts(self)
+
   def __repr__(self):
     return f"<{type(self).__name__} '{self.getName()}' index={self.getIndexInWorld()}>"
 
@@ -193,6 +198,15 @@ class SingleBodyObject(Object):
 
   def getExternalTorque(self):
     return self._body_state("external_torque")
+
+  def getContactPointVel(self, pointId):
+    """World velocity of this body's material point at contact `pointId` (an index into
+    getContacts())."""
+    contacts = self.getContacts()
+    if not 0 <= int(pointId) < len(contacts):
+      raise ValueError(f"argument 'pointId' must be < {len(contacts)}, got {pointId}")
+    r = contacts[int(pointId)].getPosition() - self.getComPosition()
+    return self.getLinearVelocity() + np.cross(self.getAngularVelocity(), r)
 
   # ---- damping, body type, collision filter, appearance ---------------------------------
   def setLinearDamping(self, damping):

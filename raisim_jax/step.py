@@ -1,7 +1,7 @@
 """The simulation step as pure functions of (Model, State).
 
-    integrate1: clears last step's contacts, runs collision detection (contacts land in the
-                state so they can be read between the two halves, as in RaiSim)
+    integrate1: replaces last step's contacts by the current configuration's (collision
+                detection); impulses of persisting contacts are kept as the warm start
     integrate2: external loads -> free velocity -> contact solver -> pose integration,
                 world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
@@ -11,14 +11,23 @@
 import jax
 import jax.numpy as jnp
 
-from raisim_jax.dynamics import single_body
+from raisim_jax.collision import detection
+from raisim_jax.dynamics import contact_dynamics, single_body
 from raisim_jax.types import Control, Model, State
 
 
 def integrate1(model: Model, state: State) -> State:
-  """Collision detection stage (RaiSim's integrate1). Single bodies need no kinematics."""
-  del model
-  return state
+  """Collision detection (RaiSim's integrate1): contacts land in `state.contacts`."""
+  contacts = detection.detect_contacts(model, state)
+  contacts = contacts.replace(
+      impulse=contact_dynamics.warm_start_impulse(state.contacts, contacts))
+  return state.replace(contacts=contacts)
+
+
+def clear_contacts(model: Model, state: State) -> State:
+  """Empties the contact buffer (integrateNoContactDetection's first half)."""
+  return state.replace(contacts=detection.empty_contacts(
+      model.collision.contact_capacity, model.dtype))
 
 
 def integrate2(model: Model, state: State, control: Control | None = None) -> State:
@@ -29,18 +38,27 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
     force = force + control.body_force
     torque = torque + control.body_torque
   velocity = single_body.free_velocity(model, state, force, torque)
+  velocity, contacts, iterations = contact_dynamics.solve_contacts(
+      model, state, velocity, state.contacts)
   state = single_body.integrate_pose(model, state, velocity)
   zeros = jnp.zeros_like(bodies.external_force)
-  state = state.replace(
+  return state.replace(
       bodies=state.bodies.replace(external_force=zeros, external_torque=zeros),
+      contacts=contacts,
       time=state.time + model.time_step,
+      solver_iterations=iterations,
   )
-  return state
 
 
 def step(model: Model, state: State, control: Control | None = None) -> State:
   """One world step: integrate1 then integrate2. Pure; jit, vmap and grad apply."""
   return integrate2(model, integrate1(model, state), control)
+
+
+def step_no_contact_detection(model: Model, state: State,
+                              control: Control | None = None) -> State:
+  """One step without collision detection (RaiSim's integrateNoContactDetection)."""
+  return integrate2(model, clear_contacts(model, state), control)
 
 
 def rollout(model: Model, state: State, n_steps: int, controls: Control | None = None):

@@ -59,12 +59,116 @@ class SingleBodyModel:
   body_type: jax.Array
 
 
+class BroadphaseType(enum.IntEnum):
+  """RaiSim's contact::BroadphaseType."""
+  None_ = 0
+  Sap3Axis = 1
+  MultiBoxPrune = 2
+
+
+@dataclass
+class ShapeModel:
+  """Collision shapes, one row per shape (a compound has several per body).
+
+  Attributes:
+    size: (ns, 4) RaiSim objectParam (sphere r; box x, y, z; capsule/cylinder/cone r, h).
+    position_body: (ns, 3) shape origin relative to its body's COM, body frame.
+    rotation_body: (ns, 3, 3) shape frame -> body frame.
+    material: (ns,) int32 material ids (rows of MaterialModel.pair_table).
+    collision_group: (ns, 2) uint32 low/high words of the 64-bit group bits.
+    collision_mask: (ns, 2) uint32 low/high words of the 64-bit mask bits.
+    body: static tuple, the body index of each shape.
+    shape_type: static tuple of collision.shapes.ShapeType codes.
+  """
+  size: jax.Array
+  position_body: jax.Array
+  rotation_body: jax.Array
+  material: jax.Array
+  collision_group: jax.Array
+  collision_mask: jax.Array
+  body: tuple = static_field()
+  shape_type: tuple = static_field()
+
+
+@dataclass
+class PairGroup:
+  """Candidate shape pairs of one (type_a, type_b) combination; A is the first shape.
+
+  Attributes:
+    shape_a, shape_b: (P,) int32 shape indices.
+    pair_index: (P,) int32 index of each pair in the world's pair list (warm-start key).
+    type_a, type_b: static ShapeType codes.
+    capacity: static number of pairs that survive the broadphase per step (<= P).
+    points: static contact slots per pair (min of the pair's manifold size and
+      maxContactsPerPair).
+  """
+  shape_a: jax.Array
+  shape_b: jax.Array
+  pair_index: jax.Array
+  type_a: int = static_field()
+  type_b: int = static_field()
+  capacity: int = static_field()
+  points: int = static_field()
+
+
+@dataclass
+class CollisionModel:
+  """Everything collision detection needs.
+
+  Attributes:
+    shapes: ShapeModel.
+    groups: tuple of PairGroup, one per type combination present.
+    pair_lookup: (ns, ns) int32 pair index of a shape pair (-1 if not a candidate).
+    mbp_world_min, mbp_world_max, mbp_cell_size: (3,) MultiBoxPrune grid; mbp_padding ().
+    margin: () speculative contact margin (m): pairs closer than this report a contact.
+    broadphase: static BroadphaseType.
+    sap_window: static neighbours examined per shape by Sap3Axis.
+    mbp_max_cells_per_axis: static.
+    contact_capacity: static size of the contact buffer.
+  """
+  shapes: ShapeModel
+  groups: tuple
+  pair_lookup: jax.Array
+  mbp_world_min: jax.Array
+  mbp_world_max: jax.Array
+  mbp_cell_size: jax.Array
+  mbp_padding: jax.Array
+  margin: jax.Array
+  broadphase: int = static_field()
+  sap_window: int = static_field()
+  mbp_max_cells_per_axis: int = static_field()
+  contact_capacity: int = static_field()
+
+
+@dataclass
+class SolverModel:
+  """Contact solver settings (World::setContactSolverParam, setERP, iteration order).
+
+  Attributes:
+    threshold: () early-exit tolerance on the largest impulse change of a sweep.
+    erp: () error-reduction rate: a penetration `depth` is removed at erp * depth / dt.
+    erp2: () kept for API compatibility (RaiSim's damping-like ERP term).
+    pair_table: (nm, nm, 5) material pair properties [mu, restitution, restitution
+      threshold, static mu, static-friction velocity threshold].
+    max_iterations: static sweep count limit (RaiSim default 150).
+    reverse_order: static; sweep the contacts last to first.
+  """
+  threshold: jax.Array
+  erp: jax.Array
+  erp2: jax.Array
+  pair_table: jax.Array
+  max_iterations: int = static_field(default=150)
+  reverse_order: bool = static_field(default=False)
+
+
 @dataclass
 class Model:
   """Everything constant while stepping.
 
   Attributes:
     bodies: SingleBodyModel of the single-body objects (world index order).
+    collision: CollisionModel.
+    solver: SolverModel.
     gravity: (3,) m/s^2, world frame.
     time_step: () s.
     num_bodies: static count of single-body objects.
@@ -72,6 +176,8 @@ class Model:
       update (error shrinks like (dt |omega|)^k; 4 is round-off for dt |omega| < 1e-2).
   """
   bodies: SingleBodyModel
+  collision: CollisionModel
+  solver: SolverModel
   gravity: jax.Array
   time_step: jax.Array
   num_bodies: int = static_field()
@@ -103,15 +209,51 @@ class SingleBodyState:
 
 
 @dataclass
+class Contacts:
+  """The contact buffer: `capacity` slots, active ones first, in a deterministic order.
+
+  Attributes:
+    active: (C,) bool.
+    position: (C, 3) contact point, world frame (midway between the surfaces).
+    normal: (C, 3) unit normal pointing to object A, world frame.
+    frame: (C, 3, 3) RaiSim's transposed contact frame: rows are the frame's x, y, z axes in
+      world coordinates (z = normal), so impulse_world = frame.T @ impulse.
+    depth: (C,) penetration depth (negative: a gap within the speculative margin).
+    shape_a, shape_b, body_a, body_b: (C,) int32 indices (-1 in empty slots).
+    key: (C,) int32 pair index * 8 + point index: the warm-start key.
+    impulse: (C, 3) impulse on A in the contact frame (N s), set by integrate2.
+    inverse_apparent_inertia: (C, 3, 3) G_ii = J_i M^-1 J_i^T in the contact frame.
+    overflow: () bool, True when the pair or contact capacity was exceeded this step.
+  """
+  active: jax.Array
+  position: jax.Array
+  normal: jax.Array
+  frame: jax.Array
+  depth: jax.Array
+  shape_a: jax.Array
+  shape_b: jax.Array
+  body_a: jax.Array
+  body_b: jax.Array
+  key: jax.Array
+  impulse: jax.Array
+  inverse_apparent_inertia: jax.Array
+  overflow: jax.Array
+
+
+@dataclass
 class State:
   """Everything that changes while stepping.
 
   Attributes:
     bodies: SingleBodyState.
+    contacts: Contacts found by the last integrate1 (impulses from the last integrate2).
     time: () world time in s, advanced by integrate2.
+    solver_iterations: () int32 sweeps used by the last contact solve.
   """
   bodies: SingleBodyState
+  contacts: Contacts
   time: jax.Array
+  solver_iterations: jax.Array
 
 
 @dataclass

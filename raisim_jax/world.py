@@ -9,12 +9,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import copy
+
 from raisim_jax import objects, validation
-from raisim_jax.compile import compile_world, resolve_dtype
-from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, CollisionShape,
+from raisim_jax.collision import pairs
+from raisim_jax.compile import compile_world, material_names, material_table, resolve_dtype
+from raisim_jax.contact import Contact
+from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, BroadphaseSettings,
+                                    CollisionShape, ContactSettings, MaterialPairProperties,
                                     SingleBodyDescription, WorldDescription)
 from raisim_jax.dynamics import mass_properties
-from raisim_jax.step import integrate1, integrate2, step
+from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
 
 
@@ -24,6 +29,21 @@ def COLLISION(index: int) -> int:
   if not 0 <= index < 64:
     raise ValueError(f"argument 'index' must be in [0, 63], got {index}")
   return 1 << index
+
+
+def _material_properties(friction, restitution, threshold, static_friction, static_velocity):
+  friction = validation.non_negative(friction, "friction")
+  restitution = validation.non_negative(restitution, "restitution")
+  threshold = validation.non_negative(threshold, "resThreshold")
+  if (static_friction is None) != (static_velocity is None):
+    raise ValueError("arguments 'staticFriction' and 'staticFrictionThresholdVelocity' must be "
+                     "given together")
+  if static_friction is None:
+    static_friction, static_velocity = friction, 0.0
+  static_friction = validation.non_negative(static_friction, "staticFriction")
+  static_velocity = validation.non_negative(static_velocity, "staticFrictionThresholdVelocity")
+  return MaterialPairProperties(friction, restitution, threshold, static_friction,
+                                static_velocity)
 
 
 def _collision_bits(value, name):
@@ -67,6 +87,8 @@ class World:
     self._step = jax.jit(step)
     self._integrate1 = jax.jit(integrate1)
     self._integrate2 = jax.jit(integrate2)
+    self._step_no_contact_detection = jax.jit(step_no_contact_detection)
+    self._contact_cache = None
 
   # ---- compile cache --------------------------------------------------------------------
   def _sync_description_from_state(self):
@@ -85,7 +107,9 @@ class World:
   def _ensure_compiled(self):
     if self._dirty:
       self._description.bodies = [obj._description for obj in self._objects]
-      self._model, self._state = compile_world(self._description, self._dtype)
+      self._model, state = compile_world(self._description, self._dtype)
+      self._compiled_material_names = material_names(self._description)
+      self._set_state(state)
       self._dirty = False
 
   def _structure_changed(self):
@@ -96,6 +120,10 @@ class World:
   def _current_state(self):
     self._ensure_compiled()
     return self._state
+
+  def _set_state(self, state):
+    self._state = state
+    self._contact_cache = None
 
   def _current_model(self):
     self._ensure_compiled()
@@ -109,7 +137,7 @@ class World:
   def setState(self, state):
     """Replaces the world's State (e.g. one taken from a batched rollout)."""
     self._ensure_compiled()
-    self._state = state
+    self._set_state(state)
 
   # ---- writes from object views ---------------------------------------------------------
   def _write_body_state(self, index, fields):
@@ -117,7 +145,7 @@ class World:
     bodies = self._state.bodies
     updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
                for name, value in fields.items()}
-    self._state = self._state.replace(bodies=bodies.replace(**updates))
+    self._set_state(self._state.replace(bodies=bodies.replace(**updates)))
 
   def _write_body_model(self, obj, **fields):
     self._ensure_compiled()
@@ -312,20 +340,204 @@ class World:
     if not np.isfinite(time):
       raise ValueError(f"argument 'time' must be finite, got {time!r}")
     self._ensure_compiled()
-    self._state = self._state.replace(time=jnp.asarray(time, self._dtype))
+    self._set_state(self._state.replace(time=jnp.asarray(time, self._dtype)))
 
   # ---- stepping ---------------------------------------------------------------------------
   def integrate(self):
     """integrate1() then integrate2(): one time step."""
     self._ensure_compiled()
-    self._state = self._step(self._model, self._state)
+    self._set_state(self._step(self._model, self._state))
 
   def integrate1(self):
     """Collision detection for the current configuration."""
     self._ensure_compiled()
-    self._state = self._integrate1(self._model, self._state)
+    self._set_state(self._integrate1(self._model, self._state))
 
   def integrate2(self):
     """Contact solve and integration; advances the world time."""
     self._ensure_compiled()
-    self._state = self._integrate2(self._model, self._state)
+    self._set_state(self._integrate2(self._model, self._state))
+
+  def integrateNoContactDetection(self):
+    """One step that skips collision detection (no contacts are solved)."""
+    self._ensure_compiled()
+    self._set_state(self._step_no_contact_detection(self._model, self._state))
+
+  # ---- materials ----------------------------------------------------------------------------
+  def _materials_changed(self):
+    """Writes the pair table leaf, or recompiles when the set of names changed."""
+    if self._dirty:
+      return
+    description = self._description
+    description.bodies = [obj._description for obj in self._objects]
+    names = material_names(description)
+    if len(names) != self._model.solver.pair_table.shape[0] or names != self._compiled_material_names:
+      self._structure_changed()
+      return
+    table = jnp.asarray(material_table(description, names), self._dtype)
+    self._model = self._model.replace(solver=self._model.solver.replace(pair_table=table))
+
+  def setMaterialPairProp(self, mat1, mat2, friction, restitution, resThreshold,
+                          staticFriction=None, staticFrictionThresholdVelocity=None):
+    """Sets the properties of a material pair (order of the names does not matter)."""
+    props = _material_properties(friction, restitution, resThreshold, staticFriction,
+                                 staticFrictionThresholdVelocity)
+    self._description.material_pairs[tuple(sorted((str(mat1), str(mat2))))] = props
+    self._materials_changed()
+
+  def setDefaultMaterial(self, friction, restitution, resThreshold, staticFriction=None,
+                         staticFrictionThresholdVelocity=None):
+    """Properties of every pair without its own setMaterialPairProp."""
+    self._description.default_material = _material_properties(
+        friction, restitution, resThreshold, staticFriction, staticFrictionThresholdVelocity)
+    self._materials_changed()
+
+  def getMaterialPairProperties(self, mat1, mat2) -> MaterialPairProperties:
+    key = tuple(sorted((str(mat1), str(mat2))))
+    return copy.copy(self._description.material_pairs.get(key,
+                                                         self._description.default_material))
+
+  def setObjectMaterial(self, obj, material, localIdx=-1):
+    """Sets the contact material of an object's collision shapes (all, or shape localIdx)."""
+    shapes = obj._description.shapes
+    chosen = range(len(shapes)) if int(localIdx) < 0 else [int(localIdx)]
+    for k in chosen:
+      if not 0 <= k < len(shapes):
+        raise ValueError(f"argument 'localIdx' must be < {len(shapes)}, got {localIdx}")
+      shapes[k].material = str(material)
+    self._materials_changed()
+    if not self._dirty:
+      self._write_shape_leaves()
+    return True
+
+  def setObjectCollisionFilter(self, obj, collisionGroup, collisionMask, localIdx=-1):
+    """Sets an object's collision group and mask (between steps; no recompile)."""
+    description = obj._description
+    description.collision_group = _collision_bits(collisionGroup, "collisionGroup")
+    description.collision_mask = _collision_bits(collisionMask, "collisionMask")
+    if not self._dirty:
+      self._write_shape_leaves()
+    return True
+
+  def _write_shape_leaves(self):
+    """Rewrites the shapes' material ids and collision bits from the descriptions."""
+    names = {name: i for i, name in enumerate(self._compiled_material_names)}
+    material, group, mask = [], [], []
+    for obj in self._objects:
+      d = obj._description
+      for shape in d.shapes:
+        material.append(names[shape.material])
+        group.append(pairs.split_bits(d.collision_group))
+        mask.append(pairs.split_bits(d.collision_mask))
+    shapes = self._model.collision.shapes.replace(
+        material=jnp.asarray(np.asarray(material, np.int32).reshape(-1)),
+        collision_group=jnp.asarray(np.asarray(group, np.uint32).reshape(-1, 2)),
+        collision_mask=jnp.asarray(np.asarray(mask, np.uint32).reshape(-1, 2)))
+    self._model = self._model.replace(
+        collision=self._model.collision.replace(shapes=shapes))
+
+  # ---- contact solver and detection settings -------------------------------------------------
+  def setERP(self, erp, erp2=0.0):
+    """Error-reduction rate of penetrations (erp * depth / dt); erp2 kept for the API."""
+    self._description.solver.erp = validation.non_negative(erp, "erp")
+    self._description.solver.erp2 = float(erp2)
+    if not self._dirty:
+      self._model = self._model.replace(solver=self._model.solver.replace(
+          erp=jnp.asarray(self._description.solver.erp, self._dtype),
+          erp2=jnp.asarray(float(erp2), self._dtype)))
+
+  def setContactSolverParam(self, alpha_init, alpha_min, alpha_decay, maxIter, threshold):
+    """maxIter and threshold of the contact solver (the alphas are ignored, as in RaiSim)."""
+    max_iterations = int(maxIter)
+    if max_iterations < 1:
+      raise ValueError(f"argument 'maxIter' must be >= 1, got {maxIter}")
+    solver = self._description.solver
+    solver.max_iterations = max_iterations
+    solver.threshold = validation.non_negative(threshold, "threshold")
+    if not self._dirty:
+      self._model = self._model.replace(solver=self._model.solver.replace(
+          max_iterations=max_iterations, threshold=jnp.asarray(solver.threshold, self._dtype)))
+
+  def setContactSolverIterationOrder(self, order):
+    """Fixes the sweep order. This solver is always deterministic; `order` True sweeps the
+    contacts first to last, False last to first."""
+    self._description.solver.reverse_order = not bool(order)
+    if not self._dirty:
+      self._model = self._model.replace(solver=self._model.solver.replace(
+          reverse_order=self._description.solver.reverse_order))
+
+  def getContactSettings(self) -> ContactSettings:
+    return copy.deepcopy(self._description.contact_settings)
+
+  def setContactSettings(self, settings: ContactSettings):
+    """Replaces the contact detection settings (recompiles on the next step)."""
+    if not isinstance(settings, ContactSettings):
+      raise ValueError("argument 'settings' must be a ContactSettings")
+    self._description.contact_settings = copy.deepcopy(settings)
+    self._structure_changed()
+
+  def getBroadphaseSettings(self) -> BroadphaseSettings:
+    return copy.deepcopy(self._description.contact_settings.broadphase)
+
+  def setBroadphaseSettings(self, settings: BroadphaseSettings):
+    if not isinstance(settings, BroadphaseSettings):
+      raise ValueError("argument 'settings' must be a BroadphaseSettings")
+    self._description.contact_settings.broadphase = copy.deepcopy(settings)
+    self._structure_changed()
+
+  def setContactCapacity(self, capacity):
+    """Size of the contact buffer (default: automatic). Exceeding it sets the overflow flag."""
+    capacity = int(capacity)
+    if capacity < 1:
+      raise ValueError(f"argument 'capacity' must be >= 1, got {capacity}")
+    self._description.contact_capacity = capacity
+    self._structure_changed()
+
+  # ---- contacts ------------------------------------------------------------------------------
+  def _contacts(self):
+    """Per-object contact lists (built once per state): {world index: [Contact, ...]}."""
+    if self._contact_cache is None:
+      c = jax.tree.map(np.asarray, self._current_state().contacts)
+      slots = np.nonzero(c.active)[0]
+      per_object, problem = {}, []
+      body_types = np.asarray(self._model.bodies.body_type)
+      entries = []
+      for problem_index, slot in enumerate(slots):
+        data = {name: getattr(c, name)[slot] for name in (
+            "position", "normal", "frame", "depth", "impulse", "inverse_apparent_inertia",
+            "body_a", "body_b", "shape_a", "shape_b")}
+        data = {k: np.array(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
+                else np.asarray(v) for k, v in data.items()}
+        entries.append((problem_index, slot, data))
+      for problem_index, slot, data in entries:
+        for is_a, body in ((True, int(data["body_a"])), (False, int(data["body_b"]))):
+          if body_types[body] == BodyType.STATIC:
+            continue  # RaiSim does not store contacts on static objects
+          per_object.setdefault(body, []).append((problem_index, slot, is_a, data))
+      views = {}
+      for body, items in per_object.items():
+        views[body] = []
+        for k, (problem_index, slot, is_a, data) in enumerate(items):
+          other = int(data["body_b"] if is_a else data["body_a"])
+          pair_list = per_object.get(other, [])
+          pair_index = next((j for j, it in enumerate(pair_list) if it[1] == slot), -1)
+          views[body].append(Contact(self, slot, is_a, k, pair_index, problem_index, data))
+      for problem_index, slot, data in entries:
+        problem.append(Contact(self, slot, True, -1, -1, problem_index, data))
+      self._contact_cache = (views, problem)
+    return self._contact_cache
+
+  def getContactProblem(self):
+    """Every contact of the last integrate1 (object A's view), in contact-problem order."""
+    return list(self._contacts()[1])
+
+  def _object_contacts(self, obj):
+    return list(self._contacts()[0].get(self._index_of(obj), []))
+
+  def getContactOverflow(self) -> bool:
+    """True if the last collision detection exceeded a pair or contact capacity."""
+    return bool(self._current_state().contacts.overflow)
+
+  def getContactSolverIterations(self) -> int:
+    """Sweeps the contact solver used in the last integrate2."""
+    return int(self._current_state().solver_iterations)

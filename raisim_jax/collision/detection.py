@@ -1,0 +1,170 @@
+"""Collision detection inside the step: shape poses -> AABBs -> broadphase -> per-group
+narrowphase -> a compacted, fixed-capacity contact buffer.
+
+Capacities (static, set at compile time; exceeding one sets `Contacts.overflow`):
+- each PairGroup keeps at most `capacity` broadphase survivors per step;
+- the contact buffer holds `CollisionModel.contact_capacity` contacts.
+Contacts are ordered by (type group, pair, point): deterministic, so warm starts and solver
+sweeps are reproducible.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from raisim_jax.collision import broadphase, narrowphase, shapes
+from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.math import quaternion as quat
+from raisim_jax.math import safe
+from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
+
+KEY_STRIDE = 8  # points per pair in a warm-start key (maxContactsPerPair <= 8)
+
+
+def shape_world_poses(model: Model, state: State):
+  """World poses of the collision shapes.
+
+  Returns:
+    (positions (ns, 3), rotations (ns, 3, 3) shape -> world, sizes (ns, 4)); a half-space's
+    size[0] is its world height (its body's z).
+  """
+  shape_model = model.collision.shapes
+  body = np.asarray(shape_model.body, np.int32)
+  body_rotation = quat.to_matrix(state.bodies.quaternion)[body]
+  positions = state.bodies.position[body] + jnp.einsum(
+      "nij,nj->ni", body_rotation, shape_model.position_body)
+  rotations = body_rotation @ shape_model.rotation_body
+  halfspace = np.asarray(shape_model.shape_type) == ShapeType.HALFSPACE
+  sizes = shape_model.size.at[:, 0].set(
+      jnp.where(jnp.asarray(halfspace), positions[:, 2], shape_model.size[:, 0]))
+  return positions, rotations, sizes
+
+
+def shape_aabbs(shape_type, positions, rotations, sizes):
+  """(ns, 3) lower and upper world AABB corners, computed per shape type (vmapped)."""
+  shape_type = np.asarray(shape_type)
+  lo = jnp.zeros_like(positions)
+  hi = jnp.zeros_like(positions)
+  for code in np.unique(shape_type):
+    index = np.nonzero(shape_type == code)[0]
+    box_lo, box_hi = jax.vmap(lambda s, r, p: shapes.aabb(int(code), s, r, p))(
+        sizes[index], rotations[index], positions[index])
+    lo = lo.at[index].set(box_lo)
+    hi = hi.at[index].set(box_hi)
+  return lo, hi
+
+
+def _filter_passes(shape_model, body_type, body_of_shape, a, b):
+  """(P,) bool: collision group/mask AND logic, and at least one DYNAMIC body."""
+  group, mask = shape_model.collision_group, shape_model.collision_mask
+  a_accepts_b = jnp.any((group[b] & mask[a]) != 0, axis=-1)
+  b_accepts_a = jnp.any((group[a] & mask[b]) != 0, axis=-1)
+  moving = ((body_type[body_of_shape[a]] == BodyType.DYNAMIC)
+            | (body_type[body_of_shape[b]] == BodyType.DYNAMIC))
+  return a_accepts_b & b_accepts_a & moving
+
+
+def contact_frame(normal):
+  """(..., 3, 3) RaiSim's transposed contact frame: rows x, y, z with z = normal.
+
+  x is built from the world axis least aligned with the normal, so it is well defined."""
+  eye = jnp.eye(3, dtype=normal.dtype)
+  helper = eye[jnp.argmin(jnp.abs(normal), axis=-1)]
+  x_axis = safe.normalize(jnp.cross(helper, normal))
+  y_axis = jnp.cross(normal, x_axis)
+  return jnp.stack([x_axis, y_axis, normal], axis=-2)
+
+
+def detect_contacts(model: Model, state: State) -> Contacts:
+  """All contacts of the current configuration, compacted into the contact buffer."""
+  collision = model.collision
+  shape_model = collision.shapes
+  dtype = model.dtype
+  positions, rotations, sizes = shape_world_poses(model, state)
+  aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
+  body_of_shape = jnp.asarray(np.asarray(shape_model.body, np.int32))
+  num_pairs = int(sum(g.shape_a.shape[0] for g in collision.groups))
+
+  overflow = jnp.zeros((), bool)
+  sap_hits = None
+  if collision.broadphase == BroadphaseType.Sap3Axis and num_pairs:
+    sweepable = np.asarray(shape_model.shape_type) != ShapeType.HALFSPACE
+    sap_hits, overflow = broadphase.sweep_and_prune(
+        aabb_lo, aabb_hi, sweepable, collision.pair_lookup, num_pairs, collision.sap_window)
+
+  slot_fields = []
+  for group in collision.groups:
+    a, b = group.shape_a, group.shape_b
+    unbounded = ShapeType.HALFSPACE in (group.type_a, group.type_b)
+    candidate = broadphase.pair_candidates(
+        collision, aabb_lo, aabb_hi, a, b,
+        None if sap_hits is None else sap_hits[group.pair_index], unbounded)
+    candidate &= _filter_passes(shape_model, model.bodies.body_type, body_of_shape, a, b)
+    num_candidates = a.shape[0]
+    if group.capacity < num_candidates:
+      count = jnp.sum(candidate)
+      overflow |= count > group.capacity
+      (selected,) = jnp.nonzero(candidate, size=group.capacity, fill_value=0)
+      selected_valid = jnp.arange(group.capacity) < count
+    else:
+      selected = jnp.arange(num_candidates)
+      selected_valid = candidate
+    sa, sb = a[selected], b[selected]
+
+    def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
+      return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
+                                 size_b, rot_b, pos_b, max_points=group.points,
+                                 margin=collision.margin)
+
+    points = jax.vmap(collide_pair)(sizes[sa], rotations[sa], positions[sa],
+                                    sizes[sb], rotations[sb], positions[sb])
+    k = group.points
+    key = (group.pair_index[selected][:, None] * KEY_STRIDE
+           + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
+    slot_fields.append(dict(
+        valid=points.valid & selected_valid[:, None],
+        position=points.position, normal=points.normal, depth=points.depth,
+        shape_a=jnp.broadcast_to(sa[:, None], (sa.shape[0], k)),
+        shape_b=jnp.broadcast_to(sb[:, None], (sb.shape[0], k)),
+        key=key))
+
+  capacity = collision.contact_capacity
+  if not slot_fields:
+    return empty_contacts(capacity, dtype)
+  flat = {name: jnp.concatenate([f[name].reshape((-1,) + f[name].shape[2:])
+                                 for f in slot_fields]) for name in slot_fields[0]}
+  count = jnp.sum(flat["valid"])
+  overflow |= count > capacity
+  (index,) = jnp.nonzero(flat["valid"], size=capacity, fill_value=0)
+  active = jnp.arange(capacity) < count
+  shape_a = jnp.where(active, flat["shape_a"][index], -1)
+  shape_b = jnp.where(active, flat["shape_b"][index], -1)
+  normal = jnp.where(active[:, None], flat["normal"][index],
+                     jnp.array([0.0, 0.0, 1.0], dtype))
+  return Contacts(
+      active=active,
+      position=jnp.where(active[:, None], flat["position"][index], 0.0),
+      normal=normal,
+      frame=contact_frame(normal),
+      depth=jnp.where(active, flat["depth"][index], 0.0),
+      shape_a=shape_a, shape_b=shape_b,
+      body_a=jnp.where(active, body_of_shape[jnp.maximum(shape_a, 0)], -1),
+      body_b=jnp.where(active, body_of_shape[jnp.maximum(shape_b, 0)], -1),
+      key=jnp.where(active, flat["key"][index], -1),
+      impulse=jnp.zeros((capacity, 3), dtype),
+      inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (capacity, 3, 3)),
+      overflow=overflow,
+  )
+
+
+def empty_contacts(capacity: int, dtype) -> Contacts:
+  """A contact buffer with every slot inactive."""
+  normal = jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0], dtype), (capacity, 3))
+  minus_one = -jnp.ones((capacity,), jnp.int32)
+  return Contacts(
+      active=jnp.zeros((capacity,), bool), position=jnp.zeros((capacity, 3), dtype),
+      normal=normal, frame=contact_frame(normal), depth=jnp.zeros((capacity,), dtype),
+      shape_a=minus_one, shape_b=minus_one, body_a=minus_one, body_b=minus_one,
+      key=minus_one, impulse=jnp.zeros((capacity, 3), dtype),
+      inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (capacity, 3, 3)),
+      overflow=jnp.zeros((), bool))

@@ -1,0 +1,91 @@
+"""RaiSim's Contact class: a read-only view of one slot of the contact buffer, seen from one of
+its two objects. Vectors are numpy arrays; the numbers come from the pure state."""
+
+import numpy as np
+
+from raisim_jax.types import BodyType
+
+
+class Contact:
+  """One contact point (RaiSim's raisim::Contact API)."""
+
+  def __init__(self, world, slot, is_object_a, index_in_object, pair_index_in_pair_object,
+               problem_index, data):
+    self._world = world
+    self._slot = slot
+    self._is_object_a = is_object_a
+    self._index_in_object = index_in_object
+    self._pair_index = pair_index_in_pair_object
+    self._problem_index = problem_index
+    self._data = data  # dict of numpy arrays for this slot
+
+  def getPosition(self):
+    """Contact point, world frame."""
+    return self._data["position"].copy()
+
+  def getNormal(self):
+    """Unit normal pointing to object A, world frame."""
+    return self._data["normal"].copy()
+
+  def getContactFrame(self):
+    """The TRANSPOSE of the contact frame (rows are its x, y, z axes; z = normal)."""
+    return self._data["frame"].copy()
+
+  def getImpulse(self):
+    """Impulse on object A in the contact frame (N s; divide by dt for a force)."""
+    return self._data["impulse"].copy()
+
+  getImpulsePtr = getImpulse
+
+  def getDepth(self) -> float:
+    """Penetration depth (negative: a gap inside the speculative margin)."""
+    return float(self._data["depth"])
+
+  def isObjectA(self) -> bool:
+    return self._is_object_a
+
+  def getPairObjectIndex(self) -> int:
+    """World index of the other object."""
+    return int(self._data["body_b"] if self._is_object_a else self._data["body_a"])
+
+  def getPairObjectBodyType(self) -> BodyType:
+    return self._world.getObject(self.getPairObjectIndex()).getBodyType()
+
+  def getPairContactIndexInPairObject(self) -> int:
+    """This contact's index in the pair object's getContacts() (static objects store none:
+    -1 then, as RaiSim leaves it undefined)."""
+    return self._pair_index
+
+  def getIndexContactProblem(self) -> int:
+    """Index in World.getContactProblem()."""
+    return self._problem_index
+
+  def getIndexInObjectContactList(self) -> int:
+    return self._index_in_object
+
+  def getInvInertia(self):
+    """Inverse apparent inertia G_ii = J M^-1 J^T at the contact, contact frame."""
+    return self._data["inverse_apparent_inertia"].copy()
+
+  def getlocalBodyIndex(self) -> int:
+    """Local body index of this object's body (0 for single bodies)."""
+    return 0
+
+  def isSelfCollision(self) -> bool:
+    return False
+
+  def skip(self) -> bool:
+    """True for the second point of a self-collision pair (never for single bodies)."""
+    return False
+
+  def getCollisionBodyA(self):
+    """(world index, shape index) of object A's collision body."""
+    return int(self._data["body_a"]), int(self._data["shape_a"])
+
+  def getCollisionBodyB(self):
+    return int(self._data["body_b"]), int(self._data["shape_b"])
+
+  def __repr__(self):
+    return (f"<Contact pos={np.round(self.getPosition(), 4)} normal="
+            f"{np.round(self.getNormal(), 4)} depth={self.getDepth():.2e} "
+            f"impulse={np.round(self.getImpulse(), 6)}>")

@@ -1,0 +1,353 @@
+"""Contacts between single bodies against closed-form physics (float64 unless noted)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+from raisim_jax.description import BroadphaseSettings
+from raisim_jax.types import BroadphaseType
+
+G = 9.81
+
+
+def _roll(world, seconds):
+  model, state = world.compile()
+  steps = int(round(seconds / float(model.time_step)))
+  final, trajectory = jax.jit(rj.rollout, static_argnums=2)(model, state, steps)
+  world.setState(final)
+  return trajectory
+
+
+# ---- restitution (the spec's materials example) ----------------------------------------------
+
+def test_materials_example_bounce_heights_follow_the_restitution_law():
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.addGround(0, "steel")
+  restitution = {"steel": 0.95, "rubber": 0.15, "copper": 0.65}
+  balls = {}
+  for k, material in enumerate(restitution):
+    ball = world.addSphere(0.5, 1.0, material)
+    ball.setPosition(-2 + 2 * k, 0, 5)
+    balls[material] = ball
+  for material, e in restitution.items():
+    world.setMaterialPairProp("steel", material, 0.8, e, 0.001)
+  trajectory = _roll(world, 2.5)
+  z = np.asarray(trajectory.bodies.position[:, 1:, 2])
+  vz = np.asarray(trajectory.bodies.linear_velocity[:, 1:, 2])
+  for k, (material, e) in enumerate(restitution.items()):
+    first_contact = np.argmax(vz[:, k] > 0)            # first step moving up
+    impact_speed = -vz[first_contact - 1, k] + G * 1e-3  # speed entering that step
+    release_height = z[first_contact, k]
+    apex = z[first_contact:, k].max()
+    bounce = e * (impact_speed - 0.001)
+    predicted = release_height + bounce**2 / (2 * G)
+    assert apex == pytest.approx(predicted, rel=0.02), material
+    # and the apex of the COM against the drop height, the way a user reads the example
+    assert apex == pytest.approx(0.5 + e**2 * 4.5, rel=0.02), material
+
+
+def test_no_bounce_below_the_restitution_threshold():
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.addGround(0, "steel")
+  ball = world.addSphere(0.5, 1.0, "steel")
+  ball.setPosition(0, 0, 0.6)  # impact at about 1.4 m/s
+  world.setMaterialPairProp("steel", "steel", 0.8, 0.9, 2.0)
+  trajectory = _roll(world, 1.0)
+  vz = np.asarray(trajectory.bodies.linear_velocity[:, 1, 2])
+  assert vz.max() < 0.05
+  assert float(trajectory.bodies.position[-1, 1, 2]) == pytest.approx(0.5, abs=1e-3)
+
+
+# ---- friction on an incline ------------------------------------------------------------------
+
+def _box_on_incline(theta, mu, static_mu=None, static_velocity=None, dtype=jnp.float64):
+  world = rj.World(dtype=dtype)
+  world.setTimeStep(1e-3)
+  # The incline: a flat ground with gravity tilted by theta about y (x points downhill).
+  world.setGravity([G * np.sin(theta), 0, -G * np.cos(theta)])
+  world.addGround(0, "floor")
+  box = world.addBox(0.4, 0.3, 0.2, 2.0, "block")
+  box.setPosition(0, 0, 0.1)
+  if static_mu is None:
+    world.setMaterialPairProp("floor", "block", mu, 0.0, 0.0)
+  else:
+    world.setMaterialPairProp("floor", "block", mu, 0.0, 0.0, static_mu, static_velocity)
+  return world, box
+
+
+def test_box_sticks_when_tan_theta_below_mu():
+  world, box = _box_on_incline(np.arctan(0.5), mu=0.6)
+  _roll(world, 2.0)
+  drift = np.linalg.norm(box.getPosition()[:2])
+  assert drift < 1e-4
+  assert abs(box.getPosition()[2] - 0.1) < 1e-3
+
+
+def test_box_slides_with_acceleration_g_sin_minus_mu_cos():
+  theta, mu = np.arctan(0.8), 0.5
+  world, box = _box_on_incline(theta, mu=mu)
+  trajectory = _roll(world, 1.0)
+  expected = G * (np.sin(theta) - mu * np.cos(theta))
+  v = np.asarray(trajectory.bodies.linear_velocity[:, 1, 0])
+  acceleration = (v[-1] - v[499]) / 0.5
+  assert acceleration == pytest.approx(expected, rel=0.01)
+  assert abs(float(trajectory.bodies.linear_velocity[-1, 1, 1])) < 1e-9
+
+
+def test_static_friction_holds_below_mu_static_and_releases_above_the_velocity_threshold():
+  theta = np.arctan(0.7)  # between mu = 0.5 and mu_static = 0.9
+  world, box = _box_on_incline(theta, mu=0.5, static_mu=0.9, static_velocity=0.05)
+  _roll(world, 1.0)
+  assert np.linalg.norm(box.getPosition()[:2]) < 1e-4  # held by static friction
+  box.setLinearVelocity([0.5, 0, 0])                  # kick it above v_static
+  trajectory = _roll(world, 0.5)
+  v = np.asarray(trajectory.bodies.linear_velocity[:, 1, 0])
+  expected = G * (np.sin(theta) - 0.5 * np.cos(theta))
+  assert (v[-1] - v[199]) / 0.3 == pytest.approx(expected, rel=0.01)
+
+
+# ---- resting stacks --------------------------------------------------------------------------
+
+def _box_stack(dtype):
+  world = rj.World(dtype=dtype)
+  world.setTimeStep(1e-3)
+  world.addGround()
+  boxes = []
+  for k in range(5):
+    box = world.addBox(0.5, 0.5, 0.2, 1.0)
+    box.setPosition(0, 0, 0.1 + 0.2 * k)
+    boxes.append(box)
+  return world, boxes
+
+
+def _sphere_pyramid(dtype):
+  """10 spheres: a triangle of 6 on the ground, 3 in its pockets, 1 on top."""
+  world = rj.World(dtype=dtype)
+  world.setTimeStep(1e-3)
+  world.addGround()
+  r = 0.1
+  spheres = []
+  layers = [(0, 3), (1, 2), (2, 1)]  # (layer, spheres per triangle side)
+  for layer, side in layers:
+    height = r + layer * 2 * r * np.sqrt(2 / 3)
+    offset = layer * np.array([r, r / np.sqrt(3)])
+    for i in range(side):
+      for j in range(side - i):
+        x, y = offset + 2 * r * np.array([j + 0.5 * i, i * np.sqrt(3) / 2])
+        sphere = world.addSphere(r, 1.0)
+        sphere.setPosition(x, y, height)
+        spheres.append(sphere)
+  assert len(spheres) == 10
+  return world, spheres
+
+
+def _rest_check(build, dtype, seconds, tolerance):
+  world, bodies = build(dtype)
+  start = np.array([b.getPosition() for b in bodies])
+  trajectory = _roll(world, seconds)
+  positions = np.asarray(trajectory.bodies.position[:, 1:], np.float64)
+  assert np.all(np.isfinite(positions))
+  drift = np.abs(positions - start).max()
+  assert drift < tolerance, drift
+  model, _ = world.compile()
+  depth = np.asarray(trajectory.contacts.depth)[np.asarray(trajectory.contacts.active)]
+  assert depth.max() < 1e-3, depth.max()
+  assert not bool(np.asarray(trajectory.contacts.overflow).any())
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_box_stack_rests_for_2_seconds(dtype):
+  _rest_check(_box_stack, dtype, 2.0, 1e-3)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_sphere_pyramid_rests_for_2_seconds(dtype):
+  _rest_check(_sphere_pyramid, dtype, 2.0, 1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("build", [_box_stack, _sphere_pyramid], ids=["boxes", "spheres"])
+def test_stacks_rest_for_10_seconds(build, dtype):
+  _rest_check(build, dtype, 10.0, 1e-3)
+
+
+# ---- momentum --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("offset", [0.0, 0.35], ids=["head-on", "oblique"])
+def test_sphere_sphere_collisions_conserve_momentum(offset):
+  world = rj.World()
+  world.setGravity([0, 0, 0])
+  world.setTimeStep(1e-3)
+  a = world.addSphere(0.2, 1.0)
+  b = world.addSphere(0.3, 2.5)
+  a.setPosition(-1, offset, 0)
+  b.setPosition(1, 0, 0)
+  a.setLinearVelocity([3.0, 0, 0])
+  b.setLinearVelocity([-1.0, 0.2, 0])
+  world.setDefaultMaterial(0.5, 0.7, 0.0)
+  momentum0 = a.getLinearMomentum() + b.getLinearMomentum()
+  angular0 = sum(np.cross(o.getPosition(), o.getLinearMomentum()) + o.getInertiaMatrix_W()
+                 @ o.getAngularVelocity() for o in (a, b))
+  trajectory = _roll(world, 1.0)
+  assert np.asarray(trajectory.contacts.active).any()  # they did collide
+  momentum = a.getLinearMomentum() + b.getLinearMomentum()
+  np.testing.assert_allclose(momentum, momentum0, rtol=0, atol=1e-9 * np.abs(momentum0).max())
+  angular = sum(np.cross(o.getPosition(), o.getLinearMomentum()) + o.getInertiaMatrix_W()
+                @ o.getAngularVelocity() for o in (a, b))
+  np.testing.assert_allclose(angular, angular0, atol=1e-9)
+
+
+# ---- collision groups and masks --------------------------------------------------------------
+
+def test_collision_group_and_mask_table_of_the_spec():
+  world = rj.World()
+  world.setGravity([0, 0, 0])
+  spheres = [
+      world.addSphere(1, 1, "default", rj.COLLISION(0), rj.COLLISION(0) | rj.COLLISION(1)),
+      world.addSphere(1, 1, "default", rj.COLLISION(1), rj.COLLISION(0) | rj.COLLISION(1)),
+      world.addSphere(1, 1, "default", rj.COLLISION(2), rj.COLLISION(1)),
+      world.addSphere(1, 1, "default", rj.COLLISION(3), -1),
+  ]
+  for k, sphere in enumerate(spheres):
+    sphere.setPosition(0.1 * k, 0, 0)  # all overlapping
+  world.integrate1()
+  touching = {tuple(sorted(c.getCollisionBodyA()[0:1] + c.getCollisionBodyB()[0:1]))
+              for c in world.getContactProblem()}
+  assert touching == {(0, 1)}
+  # Changing the filter between steps (no recompile) lets sphere 2 touch sphere 1.
+  world.setObjectCollisionFilter(spheres[1], rj.COLLISION(1), -1)
+  world.integrate1()
+  touching = {tuple(sorted(c.getCollisionBodyA()[0:1] + c.getCollisionBodyB()[0:1]))
+              for c in world.getContactProblem()}
+  assert touching == {(0, 1), (1, 2)}
+
+
+def test_static_objects_are_in_group_63_and_collide_with_everything():
+  world = rj.World()
+  ground = world.addGround()
+  assert ground.getCollisionGroup() == rj.COLLISION(63)
+  ball = world.addSphere(0.5, 1.0, "default", rj.COLLISION(5), rj.COLLISION(63))
+  ball.setPosition(0, 0, 0.45)
+  world.integrate1()
+  assert len(ball.getContacts()) == 1
+  world.setObjectCollisionFilter(ball, rj.COLLISION(5), rj.COLLISION(5))
+  world.integrate1()
+  assert ball.getContacts() == []
+
+
+# ---- broadphase ------------------------------------------------------------------------------
+
+def _random_scene(broadphase):
+  world = rj.World()
+  world.addGround()
+  rng = np.random.default_rng(7)
+  for k in range(200):
+    kind = k % 4
+    if kind == 0:
+      body = world.addSphere(rng.uniform(0.1, 0.4), 1.0)
+    elif kind == 1:
+      body = world.addBox(*rng.uniform(0.1, 0.6, 3), 1.0)
+    elif kind == 2:
+      body = world.addCapsule(rng.uniform(0.05, 0.2), rng.uniform(0.1, 0.5), 1.0)
+    else:
+      body = world.addCylinder(rng.uniform(0.05, 0.3), rng.uniform(0.1, 0.5), 1.0)
+    body.setPosition(*rng.uniform([-3, -3, -0.2], [3, 3, 2.5]))
+    q = rng.normal(size=4)
+    body.setOrientation(q / np.linalg.norm(q))
+  settings = BroadphaseSettings(type=int(broadphase), mbpWorldMin=(-4, -4, -1),
+                                mbpWorldMax=(4, 4, 4), mbpCellSize=(0.7, 0.7, 0.7))
+  world.setBroadphaseSettings(settings)
+  world.setContactCapacity(4096)
+  world.integrate1()
+  assert not world.getContactOverflow()
+  return {(c.getCollisionBodyA(), c.getCollisionBodyB(), tuple(np.round(c.getPosition(), 9)))
+          for c in world.getContactProblem()}
+
+
+def test_three_broadphase_types_give_identical_contacts_on_200_random_bodies():
+  reference = _random_scene(BroadphaseType.None_)
+  assert len(reference) > 50
+  assert _random_scene(BroadphaseType.Sap3Axis) == reference
+  assert _random_scene(BroadphaseType.MultiBoxPrune) == reference
+
+
+def test_capacity_overflow_is_reported():
+  world = rj.World()
+  world.addGround()
+  for k in range(6):
+    world.addBox(0.3, 0.3, 0.3, 1.0).setPosition(k, 0, 0.14)
+  world.setContactCapacity(8)
+  world.integrate1()
+  assert world.getContactOverflow()
+  assert len(world.getContactProblem()) == 8
+
+
+# ---- batching and gradients ------------------------------------------------------------------
+
+def test_vmap_over_1024_contact_worlds_equals_sequential():
+  world = rj.World()
+  world.setTimeStep(2e-3)
+  world.addGround()
+  world.addBox(0.4, 0.3, 0.2, 1.0)
+  world.addSphere(0.1, 1.0)
+  model, state = world.compile()
+  n = 1024
+  rng = np.random.default_rng(1)
+  position = np.zeros((n, 3, 3))
+  position[:, 1] = rng.uniform([-0.1, -0.1, 0.095], [0.1, 0.1, 0.105], (n, 3))
+  position[:, 2] = rng.uniform([0.3, -0.1, 0.09], [0.5, 0.1, 0.11], (n, 3))
+  velocity = np.zeros((n, 3, 3))
+  velocity[:, 1:] = rng.normal(scale=0.3, size=(n, 2, 3))
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), state)
+  batch = batch.replace(bodies=batch.bodies.replace(
+      position=jnp.asarray(position), linear_velocity=jnp.asarray(velocity)))
+  run = jax.jit(lambda s: rj.rollout(model, s, 10)[0])
+  batched = jax.jit(jax.vmap(run))(batch)
+  for i in range(0, n, 37):
+    one = run(jax.tree.map(lambda x: x[i], batch))
+    np.testing.assert_allclose(batched.bodies.position[i], one.bodies.position, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(batched.contacts.impulse[i], one.contacts.impulse, rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_grad_through_200_steps_of_a_bouncing_ball_matches_finite_differences():
+  world = rj.World()
+  world.setTimeStep(2e-3)
+  world.addGround(0, "floor")
+  ball = world.addSphere(0.1, 1.0, "ball")
+  world.setMaterialPairProp("floor", "ball", 0.8, 0.6, 0.0)
+  ball.setPosition(0, 0, 0.3)
+  ball.setLinearVelocity([0.5, 0, 0])
+  model, state = world.compile()
+
+  def final_height(drop_height):
+    s = state.replace(bodies=state.bodies.replace(
+        position=state.bodies.position.at[1, 2].set(drop_height)))
+    final, _ = rj.rollout(model, s, 200)
+    return final.bodies.position[1, 2]
+
+  value, grad = jax.value_and_grad(final_height)(0.3)
+  assert np.isfinite(grad) and np.isfinite(value)
+  eps = 1e-7
+  fd = (final_height(0.3 + eps) - final_height(0.3 - eps)) / (2 * eps)
+  assert float(grad) == pytest.approx(float(fd), rel=1e-4, abs=1e-6)
+
+
+# ---- integrateNoContactDetection -------------------------------------------------------------
+
+def test_integrate_no_contact_detection_lets_a_ball_pass_the_ground():
+  world = rj.World()
+  world.setTimeStep(1e-2)
+  world.addGround()
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(0, 0, 0.1)
+  for _ in range(10):
+    world.integrateNoContactDetection()
+  assert ball.getPosition()[2] < 0.0
+  assert world.getContactProblem() == []
