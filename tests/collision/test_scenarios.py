@@ -1,0 +1,159 @@
+"""Resting configurations, argument order, padding, shapes' support/AABB, and gradients."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from raisim_jax.collision import narrowphase as nph
+from raisim_jax.collision import shapes
+from raisim_jax.collision.shapes import ShapeType as T
+from tests.collision import oracle as orc
+from tests.collision.test_narrowphase import MPR_PAIRS, PAIRS, pair_id
+
+I3 = jnp.eye(3)
+
+
+def size(*v):
+  return jnp.array(list(v) + [0.0] * (4 - len(v)))
+
+
+def test_box_resting_flat_on_ground_gives_four_corner_points():
+  cp = nph.collide(T.BOX, T.HALFSPACE, size(1.0, 2.0, 0.5), I3, jnp.array([3.0, 1.0, 0.249]),
+                   size(0.0), I3, jnp.zeros(3))
+  assert int(cp.valid.sum()) == 4
+  np.testing.assert_allclose(cp.depth, 0.001, atol=1e-12)
+  np.testing.assert_allclose(cp.normal, np.tile([0, 0, 1.0], (4, 1)))
+  corners = {(round(float(x), 9), round(float(y), 9)) for x, y in np.asarray(cp.position[:, :2])}
+  assert corners == {(2.5, 0.0), (2.5, 2.0), (3.5, 0.0), (3.5, 2.0)}
+  np.testing.assert_allclose(cp.position[:, 2], -0.0005, atol=1e-12)  # midway
+
+
+def test_box_on_box_gives_four_point_manifold():
+  # small box (A) resting on a big box (B), rotated about z, offset inside the top face
+  Ra = jnp.asarray(Rotation.from_euler("z", 0.3).as_matrix())
+  cp = nph.collide(T.BOX, T.BOX, size(0.4, 0.6, 0.2), Ra, jnp.array([0.2, -0.1, 0.599]),
+                   size(2.0, 2.0, 1.0), I3, jnp.zeros(3))
+  assert cp.depth.shape == (8,)
+  assert int(cp.valid.sum()) == 4
+  np.testing.assert_allclose(cp.depth[cp.valid], 0.001, atol=1e-12)
+  np.testing.assert_allclose(cp.normal[cp.valid], np.tile([0, 0, 1.0], (4, 1)), atol=1e-12)
+  # the four points are the small box's bottom corners (x, y), midway in z
+  xy = np.asarray(cp.position[cp.valid][:, :2])
+  local = (xy - [0.2, -0.1]) @ np.asarray(Ra)[:2, :2]
+  np.testing.assert_allclose(np.sort(np.abs(local), axis=0), [[0.2, 0.3]] * 4, atol=1e-9)
+
+
+def test_box_overhanging_box_gives_clipped_manifold():
+  # A overhangs B's top face edge: manifold = the overlap rectangle's 4 corners
+  cp = nph.collide(T.BOX, T.BOX, size(1.0, 1.0, 1.0), I3, jnp.array([0.8, 0.0, 0.99]),
+                   size(1.0, 1.0, 1.0), I3, jnp.zeros(3))
+  pts = np.asarray(cp.position[cp.valid])
+  assert len(pts) == 4
+  np.testing.assert_allclose(sorted(set(np.round(pts[:, 0], 9))), [0.3, 0.5])
+
+
+def test_cylinder_standing_on_ground_gives_base_rim_points():
+  cp = nph.collide(T.CYLINDER, T.HALFSPACE, size(0.3, 1.0), I3, jnp.array([0.0, 0.0, 0.499]),
+                   size(0.0), I3, jnp.zeros(3))
+  assert int(cp.valid.sum()) == 4
+  rim = np.asarray(cp.position[cp.valid])
+  np.testing.assert_allclose(np.hypot(rim[:, 0], rim[:, 1]), 0.3, atol=1e-12)
+  np.testing.assert_allclose(cp.depth[cp.valid], 0.001, atol=1e-12)
+
+
+def test_cone_standing_on_base_gives_rim_points():
+  cp = nph.collide(T.CONE, T.HALFSPACE, size(0.3, 1.0), I3, jnp.array([0.0, 0.0, 0.249]),
+                   size(0.0), I3, jnp.zeros(3))
+  assert int(cp.valid.sum()) == 4
+  rim = np.asarray(cp.position[cp.valid])
+  np.testing.assert_allclose(np.hypot(rim[:, 0], rim[:, 1]), 0.3, atol=1e-12)
+
+
+def test_capsule_lying_on_ground_and_parallel_capsules_give_two_points():
+  R = jnp.asarray(Rotation.from_euler("x", np.pi / 2).as_matrix())
+  cp = nph.collide(T.CAPSULE, T.HALFSPACE, size(0.2, 1.0), R, jnp.array([0, 0, 0.199]),
+                   size(0.0), I3, jnp.zeros(3))
+  assert int(cp.valid.sum()) == 2
+  cp = nph.collide(T.CAPSULE, T.CAPSULE, size(0.2, 1.0), R, jnp.array([0, 0.3, 0.399]),
+                   size(0.2, 1.0), R, jnp.zeros(3))
+  assert int(cp.valid.sum()) == 2
+  np.testing.assert_allclose(sorted(np.asarray(cp.position[:, 1])), [-0.5 + 0.3, 0.5], atol=1e-9)
+  np.testing.assert_allclose(cp.depth, 0.001, atol=1e-12)
+
+
+def _slow_for_mpr(pairs):
+  """MPR pairs compile slowly: their extra variants run with -m slow (2-core budget)."""
+  return [pytest.param(p, marks=pytest.mark.slow) if p in MPR_PAIRS else p for p in pairs]
+
+
+@pytest.mark.parametrize("pair", _slow_for_mpr(PAIRS), ids=pair_id)
+def test_swapped_arguments_flip_the_normal(pair):
+  ta, tb = pair
+  if tb == orc.HALFSPACE:
+    pytest.skip("ground is always B in the canonical order; swapped order checked below")
+  rng = np.random.default_rng(7)
+  args = [jnp.asarray(x) for x in orc.random_pose_pair(ta, tb, rng, (0.8, 0.9))]
+  ab = nph.collide(ta, tb, *args)
+  ba = nph.collide(tb, ta, *args[3:], *args[:3])
+  tol = 2e-2 if pair in MPR_PAIRS else 1e-12  # MPR starts from c_A - c_B: not symmetric
+  np.testing.assert_allclose(ab.normal, -ba.normal, atol=tol)
+  np.testing.assert_allclose(ab.depth, ba.depth, atol=tol)
+  np.testing.assert_allclose(ab.position, ba.position, atol=tol)
+
+
+def test_ground_first_and_max_points_padding():
+  cp = nph.collide(T.HALFSPACE, T.SPHERE, size(0.0), I3, jnp.zeros(3), size(0.5), I3,
+                   jnp.array([0, 0, 0.4]), max_points=8)
+  assert cp.depth.shape == (8,) and int(cp.valid.sum()) == 1
+  np.testing.assert_allclose(cp.normal[0], [0, 0, -1.0])
+  cp = nph.collide(T.BOX, T.BOX, size(1, 1, 1), I3, jnp.array([0, 0, 0.99]), size(1, 1, 1), I3,
+                   jnp.zeros(3), max_points=3)
+  assert cp.depth.shape == (3,) and bool(cp.valid.all())
+
+
+def _rotation(w):
+  return jax.scipy.linalg.expm(jnp.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]]))
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gradient_of_depth_is_finite(pair):
+  """Penetrating, separated and coincident-centre poses: finite values and gradients."""
+  ta, tb = pair
+  rng = np.random.default_rng(3)
+  sa, Ra, pa, sb, Rb, pb = (jnp.asarray(x) for x in orc.random_pose_pair(ta, tb, rng, (0.8, 0.9)))
+
+  def total_depth(pa_, w):
+    cp = nph.collide(ta, tb, sa, Ra @ _rotation(w), pa_, sb, Rb, pb)
+    return jnp.sum(jnp.where(cp.valid, cp.depth, 0.0)) + 1e-3 * jnp.sum(cp.position)
+
+  grad = jax.jit(jax.grad(total_depth, argnums=(0, 1)))
+  far = pb + jnp.array([0.0, 0.0, 10.0])
+  for p in (pa, far, pb):
+    g = grad(p, jnp.zeros(3))
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in g), f"{pair_id(pair)} at {p}"
+  cp = nph.collide(ta, tb, sa, Ra, far, sb, Rb, pb)
+  assert not bool(cp.valid.any()) and bool(jnp.all(jnp.isfinite(cp.position)))
+  cp = nph.collide(ta, tb, sa, Ra, pb, sb, Rb, pb)
+  assert bool(jnp.all(jnp.isfinite(cp.depth))) and bool(jnp.all(jnp.isfinite(cp.normal)))
+
+
+@pytest.mark.parametrize("t", [T.SPHERE, T.BOX, T.CYLINDER, T.CONE, T.CAPSULE])
+def test_support_and_aabb_match_dense_sampling(t):
+  rng = np.random.default_rng(int(t))
+  s = orc.random_size(int(t), rng)
+  R = Rotation.random(random_state=rng).as_matrix()
+  p = rng.uniform(-1, 1, 3)
+  dirs = orc.fibonacci(200)
+  ours = np.array([shapes.support(t, jnp.asarray(s), jnp.asarray(R), jnp.asarray(p),
+                                  jnp.asarray(d)) for d in dirs])
+  np.testing.assert_allclose(np.sum(ours * dirs, 1), orc.support_value(int(t), s, R, p, dirs),
+                             atol=1e-12)
+  assert all(abs(orc.sdf(int(t), s, R, p, x)) < 1e-9 for x in ours)  # on the surface
+  lo, hi = shapes.aabb(t, jnp.asarray(s), jnp.asarray(R), jnp.asarray(p))
+  eye = np.eye(3)
+  np.testing.assert_allclose(hi, orc.support_value(int(t), s, R, p, eye), atol=1e-9)
+  np.testing.assert_allclose(lo, -orc.support_value(int(t), s, R, p, -eye), atol=1e-9)
+  assert float(shapes.bounding_radius(t, jnp.asarray(s))) >= np.max(
+      np.linalg.norm(ours - p, axis=1)) - 1e-12
