@@ -2,8 +2,8 @@
 
     integrate1: replaces last step's contacts by the current configuration's (collision
                 detection); impulses of persisting contacts are kept as the warm start
-    integrate2: external loads -> free velocity -> contact solver -> pose integration,
-                world time += dt, external loads cleared
+    integrate2: external loads -> free velocity -> contact solver -> pose integration ->
+                penetration correction (erp), world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
     rollout   = lax.scan of step
 """
@@ -41,9 +41,11 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
   velocity, contacts, iterations = contact_dynamics.solve_contacts(
       model, state, velocity, state.contacts)
   state = single_body.integrate_pose(model, state, velocity)
+  position = state.bodies.position + contact_dynamics.position_correction(model, contacts)
   zeros = jnp.zeros_like(bodies.external_force)
   return state.replace(
-      bodies=state.bodies.replace(external_force=zeros, external_torque=zeros),
+      bodies=state.bodies.replace(position=position, external_force=zeros,
+                                  external_torque=zeros),
       contacts=contacts,
       time=state.time + model.time_step,
       solver_iterations=iterations,

@@ -146,7 +146,8 @@ class SolverModel:
 
   Attributes:
     threshold: () early-exit tolerance on the largest impulse change of a sweep.
-    erp: () error-reduction rate: a penetration `depth` is removed at erp * depth / dt.
+    erp: () error-reduction fraction: each step removes erp * depth of a penetration, at the
+      position level (no velocity is added).
     erp2: () kept for API compatibility (RaiSim's damping-like ERP term).
     pair_table: (nm, nm, 5) material pair properties [mu, restitution, restitution
       threshold, static mu, static-friction velocity threshold].

@@ -10,9 +10,12 @@ bodies' velocities at once, which is the dense v = G lambda + c sweep without fo
 off-diagonal blocks (O(contacts) memory and work per sweep).
 
 Where RaiSim's material system enters (interpretations documented in docs/contact_solver.md):
-- target normal velocity = max(bounce, position correction), bounce from the approach speed at
-  the start of the step, position correction erp * depth / dt for penetration and depth / dt
-  (a permitted approach) for a gap within the speculative margin;
+- target normal velocity: the bounce (from the approach speed at the start of the step) for a
+  touching contact, and depth / dt (the approach that just closes the gap) for a gap within
+  the speculative margin;
+- penetration is removed at the position level (`position_correction`: erp * depth per step,
+  shared by inverse mass), not by a velocity bias, so it never adds kinetic energy (a
+  velocity-level ERP made slow impacts bounce below the restitution threshold);
 - friction coefficient interpolated from the static one by the start-of-step sliding speed.
 Warm start: integrate1 copies last step's impulses to contacts with the same (pair, point)
 key (`warm_start_impulse`).
@@ -24,6 +27,7 @@ import jax.numpy as jnp
 from raisim_jax.dynamics import contact_solver, single_body
 from raisim_jax.math import rotation
 from raisim_jax.types import Contacts, Model, State
+
 
 
 def _point_velocity(linear, angular, body, r):
@@ -43,7 +47,11 @@ def warm_start_impulse(previous: Contacts, contacts: Contacts):
   same &= contacts.active[:, None]
   found = jnp.any(same, axis=1)
   source = jnp.argmax(same, axis=1)
-  return jnp.where(found[:, None], previous.impulse[source], 0.0)
+  # Only the normal impulse is carried over: warm-starting the friction of redundant contacts
+  # (four box corners) left Gauss-Seidel stalled in a creeping state that passed the
+  # impulse-change threshold (1e-4 m drift in 2 s on an incline; 4e-6 with this).
+  normal_only = previous.impulse[source].at[:, :2].set(0.0)
+  return jnp.where(found[:, None], normal_only, 0.0)
 
 
 def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocity,
@@ -93,8 +101,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
       props[:, 0], props[:, 3], props[:, 4], tangential_speed)
   bounce = contact_solver.bounce_velocity(props[:, 1], props[:, 2], approach_speed)
   depth = contacts.depth
-  correction = jnp.where(depth >= 0, model.solver.erp * depth, depth) / dt
-  target = jnp.where(active, jnp.maximum(bounce, correction), 0.0)
+  target = jnp.where(active, jnp.where(depth >= 0, bounce, depth / dt), 0.0)
 
   impulse0 = jnp.where(active[:, None], contacts.impulse, 0.0)
 
@@ -155,3 +162,25 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   velocity = velocity.replace(linear=linear, angular=angular)
   contacts = contacts.replace(impulse=impulses, inverse_apparent_inertia=delassus)
   return velocity, contacts, iterations
+
+
+def position_correction(model: Model, contacts: Contacts):
+  """(n, 3) world displacements that remove a fraction erp of each penetration.
+
+  Each penetrating contact asks for erp * depth along its normal, split between its two bodies
+  by inverse mass; a body's displacement is the mean of the requests on it (so a box resting
+  on four corners moves once, not four times). Static and kinematic bodies never move."""
+  inv_mass = single_body.inverse_mass(model)
+  body_a = jnp.maximum(contacts.body_a, 0)
+  body_b = jnp.maximum(contacts.body_b, 0)
+  share = inv_mass[body_a] + inv_mass[body_b]
+  push = jnp.where(contacts.active & (contacts.depth > 0) & (share > 0),
+                   model.solver.erp * contacts.depth / jnp.where(share > 0, share, 1.0), 0.0)
+  request = push[:, None] * contacts.normal
+  n = model.num_bodies
+  displacement = jnp.zeros((n, 3), request.dtype)
+  displacement = displacement.at[body_a].add(inv_mass[body_a][:, None] * request)
+  displacement = displacement.at[body_b].add(-inv_mass[body_b][:, None] * request)
+  involved = (push > 0).astype(request.dtype)
+  count = jnp.zeros((n,), request.dtype).at[body_a].add(involved).at[body_b].add(involved)
+  return displacement / jnp.maximum(count, 1.0)[:, None]
