@@ -1,0 +1,189 @@
+"""Compile an `ArticulatedDescription` into the `ArticulatedModel` pytree.
+
+Static metadata (hashable tuples) holds the topology; every physical number is an array leaf,
+so a batch of models can be vmapped (domain randomization) and differentiated.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+
+from raisim_jax.io.articulated_description import (
+    JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
+    ArticulatedDescription)
+from raisim_jax.struct import dataclass, static_field
+
+__all__ = ["ArticulatedModel", "compile_articulated", "JOINT_FIXED", "JOINT_FLOATING",
+           "JOINT_REVOLUTE", "JOINT_PRISMATIC", "JOINT_SPHERICAL"]
+
+
+@dataclass
+class ArticulatedModel:
+  """A kinematic tree of `num_bodies` movable bodies, body i with parent joint i.
+
+  Leaves (B = num_bodies, nv = num_gv, nq = num_gc, F = number of frames):
+    joint_pos (B, 3), joint_rot (B, 3, 3): joint frame in the parent body frame (world for 0).
+    joint_axis (B, 3): unit axis in the joint frame (revolute / prismatic).
+    mass (B,), com (B, 3) body frame, inertia (B, 3, 3) about the COM in the body frame.
+    rotor_inertia (nv,), damping (nv,), stiffness (nv,): per generalized velocity.
+    spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
+    joint_lower (nq,), joint_upper (nq,) position limits (inf where absent);
+    velocity_limit (nv,), effort_limit (nv,).
+    frame_pos (F, 3), frame_rot (F, 3, 3): frame pose in its body frame.
+  Static:
+    parent: parent body per body (-1 for the root); joint_type: JOINT_* code per body;
+    gc_offset/gv_offset, gc_dim/gv_dim per body; levels: body indices per tree depth;
+    dof_body: body of each generalized velocity; frame_body: body of each frame; names.
+  """
+  joint_pos: jnp.ndarray
+  joint_rot: jnp.ndarray
+  joint_axis: jnp.ndarray
+  mass: jnp.ndarray
+  com: jnp.ndarray
+  inertia: jnp.ndarray
+  rotor_inertia: jnp.ndarray
+  damping: jnp.ndarray
+  stiffness: jnp.ndarray
+  spring_mount: jnp.ndarray
+  joint_lower: jnp.ndarray
+  joint_upper: jnp.ndarray
+  velocity_limit: jnp.ndarray
+  effort_limit: jnp.ndarray
+  frame_pos: jnp.ndarray
+  frame_rot: jnp.ndarray
+  num_bodies: int = static_field()
+  num_gc: int = static_field()
+  num_gv: int = static_field()
+  fixed_base: bool = static_field()
+  parent: tuple = static_field()
+  joint_type: tuple = static_field()
+  gc_offset: tuple = static_field()
+  gv_offset: tuple = static_field()
+  gc_dim: tuple = static_field()
+  gv_dim: tuple = static_field()
+  levels: tuple = static_field()
+  dof_body: tuple = static_field()
+  frame_body: tuple = static_field()
+  body_names: tuple = static_field()
+  joint_names: tuple = static_field()
+  frame_names: tuple = static_field()
+
+  @property
+  def dtype(self):
+    return self.mass.dtype
+
+  def frame_index(self, name: str) -> int:
+    return self.frame_names.index(name)
+
+  def body_index(self, name: str) -> int:
+    return self.body_names.index(name)
+
+
+def compile_articulated(description: ArticulatedDescription, dtype=None) -> ArticulatedModel:
+  """Build the `ArticulatedModel` of a description (dtype default: jnp default float)."""
+  if dtype is None:
+    dtype = jnp.zeros(()).dtype
+  bodies = description.bodies
+  nb = len(bodies)
+  parent = tuple(int(b.parent) for b in bodies)
+  for i, p in enumerate(parent):
+    if p >= i:
+      raise ValueError(f"{description.source}: body '{bodies[i].name}' precedes its parent")
+  jtype = tuple(int(b.joint_type) for b in bodies)
+  gc_dim = tuple(JOINT_DIMS[t][0] for t in jtype)
+  gv_dim = tuple(JOINT_DIMS[t][1] for t in jtype)
+  gc_offset = tuple(int(x) for x in np.concatenate([[0], np.cumsum(gc_dim)[:-1]]))
+  gv_offset = tuple(int(x) for x in np.concatenate([[0], np.cumsum(gv_dim)[:-1]]))
+  nq, nv = sum(gc_dim), sum(gv_dim)
+  depth = []
+  for i, p in enumerate(parent):
+    depth.append(0 if p < 0 else depth[p] + 1)
+  levels = tuple(tuple(i for i in range(nb) if depth[i] == d) for d in range(max(depth) + 1))
+  dof_body = tuple(i for i in range(nb) for _ in range(gv_dim[i]))
+
+  def per_dof(attr):
+    return np.array([getattr(bodies[i], attr) for i in dof_body], dtype=float).reshape(nv)
+
+  spring = np.zeros(nq)
+  lower, upper = np.full(nq, -np.inf), np.full(nq, np.inf)
+  for i, b in enumerate(bodies):
+    o = gc_offset[i]
+    if jtype[i] in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+      if b.spring_mount is not None:
+        spring[o] = float(np.ravel(b.spring_mount)[0])
+      lower[o], upper[o] = b.lower, b.upper
+    elif jtype[i] == JOINT_SPHERICAL:
+      spring[o:o + 4] = (np.ravel(b.spring_mount)[:4] if b.spring_mount is not None
+                         and np.size(b.spring_mount) >= 4 else [1.0, 0.0, 0.0, 0.0])
+    elif jtype[i] == JOINT_FLOATING:
+      spring[o + 3] = 1.0
+  frames = description.frames
+  arr = lambda x: jnp.asarray(np.asarray(x, dtype=float), dtype=dtype)
+  return ArticulatedModel(
+      joint_pos=arr([b.joint_pos for b in bodies]).reshape(nb, 3),
+      joint_rot=arr([b.joint_rot for b in bodies]).reshape(nb, 3, 3),
+      joint_axis=arr([b.axis for b in bodies]).reshape(nb, 3),
+      mass=arr([b.mass for b in bodies]),
+      com=arr([b.com for b in bodies]).reshape(nb, 3),
+      inertia=arr([b.inertia for b in bodies]).reshape(nb, 3, 3),
+      rotor_inertia=arr(per_dof("rotor_inertia")),
+      damping=arr(per_dof("damping")),
+      stiffness=arr(per_dof("stiffness")),
+      spring_mount=arr(spring),
+      joint_lower=arr(lower), joint_upper=arr(upper),
+      velocity_limit=arr(per_dof("velocity_limit")),
+      effort_limit=arr(per_dof("effort_limit")),
+      frame_pos=arr([f.pos for f in frames]).reshape(len(frames), 3),
+      frame_rot=arr([f.rot for f in frames]).reshape(len(frames), 3, 3),
+      num_bodies=nb, num_gc=nq, num_gv=nv, fixed_base=bool(description.fixed_base),
+      parent=parent, joint_type=jtype, gc_offset=gc_offset, gv_offset=gv_offset,
+      gc_dim=gc_dim, gv_dim=gv_dim, levels=levels, dof_body=dof_body,
+      frame_body=tuple(int(f.body) for f in frames),
+      body_names=tuple(b.name for b in bodies),
+      joint_names=tuple(b.joint_name for b in bodies),
+      frame_names=tuple(f.name for f in frames))
+
+
+# ---- static index tables (NumPy, cached on the static topology) ------------------------------
+
+@functools.lru_cache(maxsize=256)
+def subtree_matrix(parent: tuple) -> np.ndarray:
+  """A[i, j] = 1 if body j is in the subtree of body i (j == i or j a descendant)."""
+  nb = len(parent)
+  a = np.eye(nb)
+  for j in range(nb):
+    p = parent[j]
+    while p >= 0:
+      a[p, j] = 1.0
+      p = parent[p]
+  return a
+
+
+@functools.lru_cache(maxsize=256)
+def dof_support(parent: tuple, dof_body: tuple) -> np.ndarray:
+  """K[i, a] = 1 if generalized velocity a moves body i (its body is i or an ancestor)."""
+  a = subtree_matrix(parent)
+  return a[np.asarray(dof_body, dtype=int), :].T.copy() if dof_body else np.zeros((len(parent), 0))
+
+
+@functools.lru_cache(maxsize=256)
+def dof_tables(model_key):
+  """Per level: (bodies, parents, padded dof table (n, nd_max), pad mask) with pad index nv."""
+  parent, gv_offset, gv_dim, levels, nv = model_key
+  out = []
+  for level in levels:
+    idx = np.asarray(level, dtype=int)
+    par = np.asarray([parent[i] for i in level], dtype=int)
+    nd = max(gv_dim[i] for i in level)
+    table = np.full((len(level), nd), nv, dtype=int)
+    for r, i in enumerate(level):
+      table[r, :gv_dim[i]] = np.arange(gv_offset[i], gv_offset[i] + gv_dim[i])
+    out.append((idx, par, table, (table == nv).astype(float)))
+  return tuple(out)
+
+
+def level_tables(model: ArticulatedModel):
+  return dof_tables((model.parent, model.gv_offset, model.gv_dim, model.levels, model.num_gv))

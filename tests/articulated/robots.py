@@ -1,0 +1,73 @@
+"""Test robots: (our description, compiled model, Pinocchio oracle)."""
+
+import functools
+import os
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import pybullet_data
+
+from raisim_jax.dynamics.tree import compile_articulated
+from raisim_jax.io.articulated_description import JOINT_FLOATING, JOINT_SPHERICAL
+from raisim_jax.io.urdf import load_urdf
+from tests.articulated import pinocchio_oracle
+
+RSC = os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf")
+PB = pybullet_data.getDataPath()
+
+
+def _strip_decl(text):
+  return re.sub(r"<\?xml[^>]*\?>", "", text)
+
+
+def _fix_base(text, base_link):
+  """Attach `base_link` to a root link named 'world' (RaiSim's fixed base)."""
+  world = (f'<link name="world"/><joint name="world_fixed" type="fixed"><parent link="world"/>'
+           f'<child link="{base_link}"/></joint>')
+  return re.sub(r"(<robot[^>]*>)", r"\1" + world, text, count=1)
+
+
+@functools.lru_cache(maxsize=None)
+def robot(name):
+  if name == "a1":
+    text = _strip_decl(open(os.path.join(PB, "a1/a1.urdf")).read())
+    desc = load_urdf(os.path.join(PB, "a1/a1.urdf"))
+    oracle = pinocchio_oracle.from_urdf_text(desc, text, floating=True)
+  elif name == "kuka":
+    text = _strip_decl(open(os.path.join(PB, "kuka_iiwa/model.urdf")).read())
+    desc = load_urdf(_fix_base(text, "lbr_iiwa_link_0"))
+    oracle = pinocchio_oracle.from_urdf_text(desc, text, floating=False)
+  elif name == "all_joints":
+    desc = load_urdf(os.path.join(RSC, "all_joints.urdf"))
+    oracle = pinocchio_oracle.from_description(desc)
+  elif name == "fixed_arm":
+    path = os.path.join(RSC, "fixed_arm.urdf")
+    desc = load_urdf(path)
+    text = _strip_decl(open(path).read())
+    text = re.sub(r'<link name="world"/>\s*<joint name="world_to_base".*?</joint>', "", text,
+                  flags=re.S)
+    oracle = pinocchio_oracle.from_urdf_text(desc, text, floating=False)
+    # Pinocchio's base sits at the origin: move our root to the origin for a direct comparison
+    desc.bodies[0].joint_pos = np.zeros(3)
+    desc.bodies[0].joint_rot = np.eye(3)
+  else:
+    raise KeyError(name)
+  model = compile_articulated(desc, jnp.float64)
+  return desc, model, oracle
+
+
+def random_state(desc, rng):
+  """Random (q, u, tau) in RaiSim's convention."""
+  q = []
+  for b in desc.bodies:
+    if b.joint_type == JOINT_FLOATING:
+      quat = rng.normal(size=4)
+      q += list(rng.normal(size=3)) + list(quat / np.linalg.norm(quat))
+    elif b.joint_type == JOINT_SPHERICAL:
+      quat = rng.normal(size=4)
+      q += list(quat / np.linalg.norm(quat))
+    elif b.joint_type != 0:
+      q.append(rng.uniform(-1.5, 1.5))
+  q = np.array(q)
+  return q, rng.normal(size=desc.dof), rng.normal(size=desc.dof) * 5.0

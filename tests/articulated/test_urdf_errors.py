@@ -1,0 +1,100 @@
+"""Bad URDFs raise ValueError naming the source, the element and the line; loader features."""
+
+import os
+
+import numpy as np
+import pytest
+
+from raisim_jax.dynamics.tree import compile_articulated
+from raisim_jax.io.urdf import Child, ChildBody, ChildJoint, description_from_child, load_urdf
+
+LINK = '<link name="{}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+
+
+def urdf(*body):
+  return '<?xml version="1.0"?>\n<robot name="r">\n' + "\n".join(body) + "\n</robot>"
+
+
+def joint(name, parent, child, jtype="revolute"):
+  return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
+          f'<child link="{child}"/><axis xyz="0 0 1"/></joint>')
+
+
+BAD = [
+    (urdf(LINK.format("a"), joint("j1", "a", "missing")), r"<string>: joint 'j1' \(line 4\).*child link 'missing'"),
+    (urdf(LINK.format("a"), LINK.format("b"), joint("j1", "nope", "b")), r"joint 'j1' \(line 5\).*parent link 'nope'"),
+    (urdf(LINK.format("a"), LINK.format("b"), joint("j1", "a", "b", "weird")), r"joint 'j1' \(line 5\).*unknown joint type 'weird'"),
+    (urdf('<link name="a"><inertial><mass value="-1"/></inertial></link>'), r"link 'a' \(line \d\).*negative mass"),
+    (urdf('<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="-1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'), r"link 'a' \(line 3\).*not positive definite"),
+    (urdf('<link name="a"><inertial><mass value="1x"/></inertial></link>'), r"link 'a' \(line 3\).*malformed number"),
+    (urdf(LINK.format("a"), LINK.format("b")), r"link 'b' \(line 4\).*two root links"),
+    (urdf(LINK.format("a"), LINK.format("b"), LINK.format("c"), joint("j1", "a", "b"), joint("j2", "c", "b")), r"joint 'j2' \(line 7\).*already has parent"),
+    (urdf(LINK.format("r"), LINK.format("a"), LINK.format("b"), joint("j0", "r", "a"), joint("j1", "a", "b"), joint("j2", "b", "a")), r"joint 'j2'.*already has parent|cycle|loop"),
+    (urdf(LINK.format("a"), LINK.format("b"), joint("j1", "a", "b"), joint("j2", "b", "a")), r"loop"),
+]
+
+
+@pytest.mark.parametrize("text,pattern", BAD)
+def test_bad_urdf(text, pattern):
+  with pytest.raises(ValueError, match=pattern):
+    load_urdf(text)
+
+
+def test_missing_file():
+  with pytest.raises(ValueError, match="nowhere.urdf.*not found"):
+    load_urdf("/tmp/nowhere.urdf")
+
+
+def test_bad_file_names_path(tmp_path):
+  p = tmp_path / "bad.urdf"
+  p.write_text(urdf(LINK.format("a"), joint("LF_HAA", "a", "x")))
+  with pytest.raises(ValueError, match=r"bad.urdf: joint 'LF_HAA' \(line 4\)"):
+    load_urdf(str(p))
+
+
+def test_joint_order_override_and_error():
+  text = urdf(LINK.format("a"), LINK.format("b"), LINK.format("c"), joint("j1", "a", "b"),
+              joint("j2", "a", "c"))
+  d = load_urdf(text, joint_order=["j2", "j1"])
+  assert d.movable_joint_names == ["ROOT", "j2", "j1"]
+  text = urdf(LINK.format("a"), LINK.format("b"), LINK.format("c"), joint("j1", "a", "b"),
+              joint("j2", "b", "c"))
+  with pytest.raises(ValueError, match="before its parent"):
+    load_urdf(text, joint_order=["j2", "j1"])
+
+
+def test_fixed_merge_and_features():
+  rsc = os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf")
+  d = load_urdf(os.path.join(rsc, "all_joints.urdf"))
+  assert not d.fixed_base
+  assert d.movable_joint_names == ["ROOT", "base_to_arm", "arm_to_forearm", "base_to_slider",
+                                   "slider_to_ball", "ball_to_tip"]
+  assert d.gc_dim == 7 + 1 + 1 + 1 + 4 + 1 and d.dof == 6 + 1 + 1 + 1 + 3 + 1
+  forearm = d.bodies[2]
+  assert forearm.links == ["forearm", "hand"]
+  np.testing.assert_allclose(forearm.mass, 1.0)
+  assert [g.name for g in forearm.collisions] == ["hand/0"]
+  # the hand sphere is re-expressed in the forearm body frame
+  assert np.linalg.norm(forearm.collisions[0].pos - np.array([0, 0.02, -0.2])) < 0.05
+  assert d.bodies[0].collisions[0].material == "steel"
+  assert d.bodies[1].collisions[0].shape == "capsule"
+  assert d.bodies[1].rotor_inertia == 0.01
+  assert "forearm_to_hand" in d.frame_names
+  f = load_urdf(os.path.join(rsc, "fixed_arm.urdf"))
+  assert f.fixed_base and f.bodies[0].joint_type == 0 and f.dof == 3
+
+
+def test_child_builds_same_description():
+  rsc = os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf")
+  ref = load_urdf(os.path.join(rsc, "pendulum.urdf"))
+  rod = Child(name="rod", joint=ChildJoint(name="hinge", type="revolute", axis=(0, 1, 0)),
+              body=ChildBody(mass=2.0, com=(0, 0, -0.5),
+                             inertia=np.diag([0.1, 0.1, 0.01])))
+  base = Child(name="base", joint=ChildJoint(name="world_to_base", pos=(0, 0, 1)), child=[rod])
+  d = description_from_child(base, fixed_base=True)
+  assert d.movable_joint_names == ref.movable_joint_names
+  for a, b in zip(d.bodies, ref.bodies):
+    np.testing.assert_allclose(a.joint_pos, b.joint_pos)
+    np.testing.assert_allclose(a.inertia, b.inertia)
+    np.testing.assert_allclose(a.mass, b.mass)
+  compile_articulated(d)
