@@ -7,9 +7,10 @@ import numpy as np
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.description import WorldDescription
-from raisim_jax.types import (BodyType, BroadphaseType, CollisionModel, Model, ObjectType,
-                              PairGroup, ShapeModel, SingleBodyModel, SingleBodyState,
-                              SolverModel, State)
+from raisim_jax.dynamics.tree import compile_articulated
+from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
+                              ObjectType, PairGroup, ShapeModel, SingleBodyModel,
+                              SingleBodyState, SolverModel, State)
 
 SHAPE_TYPE_OF_OBJECT = {
     ObjectType.SPHERE: ShapeType.SPHERE, ObjectType.BOX: ShapeType.BOX,
@@ -169,6 +170,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
           reverse_order=bool(solver.reverse_order)),
       gravity=jnp.asarray(description.gravity, dtype),
       time_step=jnp.asarray(description.time_step, dtype),
+      articulated=tuple(compile_articulated(entry.description, dtype)
+                        for entry in description.articulated),
       num_bodies=len(bodies),
   )
   zeros = stack([np.zeros(3) for _ in bodies], (3,))
@@ -183,5 +186,17 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
   state = State(bodies=body_state,
                 contacts=detection.empty_contacts(collision.contact_capacity, dtype),
                 time=jnp.asarray(description.time, dtype),
-                solver_iterations=jnp.zeros((), jnp.int32))
+                solver_iterations=jnp.zeros((), jnp.int32),
+                articulated=tuple(_articulated_state(entry, dtype)
+                                  for entry in description.articulated))
   return model, state
+
+
+def _articulated_state(entry, dtype):
+  nv = entry.description.dof
+  return ArticulatedState(
+      generalized_coordinate=jnp.asarray(entry.generalized_coordinate, dtype),
+      generalized_velocity=jnp.asarray(entry.generalized_velocity, dtype),
+      generalized_acceleration=jnp.zeros((nv,), dtype),
+      feedforward_force=jnp.asarray(entry.feedforward_force, dtype),
+      external_wrench=jnp.zeros((entry.description.num_bodies, 6), dtype))

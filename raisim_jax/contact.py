@@ -46,7 +46,7 @@ class Contact:
 
   def getPairObjectIndex(self) -> int:
     """World index of the other object."""
-    return int(self._data["body_b"] if self._is_object_a else self._data["body_a"])
+    return int(self._data["object_b"] if self._is_object_a else self._data["object_a"])
 
   def getPairObjectBodyType(self) -> BodyType:
     return self._world.getObject(self.getPairObjectIndex()).getBodyType()
@@ -80,10 +80,10 @@ class Contact:
 
   def getCollisionBodyA(self):
     """(world index, shape index) of object A's collision body."""
-    return int(self._data["body_a"]), int(self._data["shape_a"])
+    return int(self._data["object_a"]), int(self._data["shape_a"])
 
   def getCollisionBodyB(self):
-    return int(self._data["body_b"]), int(self._data["shape_b"])
+    return int(self._data["object_b"]), int(self._data["shape_b"])
 
   def __repr__(self):
     return (f"<Contact pos={np.round(self.getPosition(), 4)} normal="

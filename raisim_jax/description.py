@@ -108,12 +108,37 @@ class SolverSettings:
 
 
 @dataclasses.dataclass
+class ArticulatedEntry:
+  """An articulated system in a world: its loaded description and its current state.
+
+  Attributes:
+    name: object name.
+    description: io.articulated_description.ArticulatedDescription.
+    generalized_coordinate, generalized_velocity: (nq,), (nv,) float64.
+    feedforward_force: (nv,).
+    collision_group, collision_mask: 64-bit collision bits.
+    source: the URDF path, or '' for a URDF string or a Child.
+    res_path: resource directory.
+  """
+  name: str
+  description: object
+  generalized_coordinate: np.ndarray
+  generalized_velocity: np.ndarray
+  feedforward_force: np.ndarray
+  collision_group: int = 1
+  collision_mask: int = ALL_GROUPS
+  source: str = ""
+  res_path: str = ""
+
+
+@dataclasses.dataclass
 class WorldDescription:
   """Everything needed to compile a world.
 
   `material_pairs` maps a sorted (name, name) tuple to MaterialPairProperties; pairs not in it
   get `default_material`. `contact_capacity` None sizes the contact buffer automatically."""
   bodies: list = dataclasses.field(default_factory=list)
+  articulated: list = dataclasses.field(default_factory=list)
   gravity: np.ndarray = dataclasses.field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
   time_step: float = 0.005
   time: float = 0.0

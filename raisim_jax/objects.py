@@ -48,14 +48,18 @@ class SingleBodyObject(Object):
   """A rigid body with 6 DOF (RaiSim's SingleBodyObject API)."""
 
   # ---- state access -------------------------------------------------------------------
+  def _row(self) -> int:
+    """This body's row in the single-body arrays of Model/State."""
+    return self._world._body_row(self)
+
   def _body_state(self, field):
-    return _np(getattr(self._world._current_state().bodies, field)[self.getIndexInWorld()])
+    return _np(getattr(self._world._current_state().bodies, field)[self._row()])
 
   def _set_body_state(self, **fields):
-    self._world._write_body_state(self.getIndexInWorld(), fields)
+    self._world._write_body_state(self._row(), fields)
 
   def _body_model(self, field):
-    return _np(getattr(self._world._current_model().bodies, field)[self.getIndexInWorld()])
+    return _np(getattr(self._world._current_model().bodies, field)[self._row()])
 
   # ---- pose -----------------------------------------------------------------------------
   def getPosition(self, *args):
@@ -155,7 +159,7 @@ class SingleBodyObject(Object):
   def _core(self, function, *args):
     world = self._world
     return np.asarray(function(world._current_model(), world._current_state(), *args),
-                      np.float64)[self.getIndexInWorld()]
+                      np.float64)[self._row()]
 
   def getKineticEnergy(self) -> float:
     return float(self._core(single_body.kinetic_energy))
@@ -183,11 +187,11 @@ class SingleBodyObject(Object):
       torque = np.cross(point - self.getComPosition(), force)
     else:
       raise TypeError("setExternalForce takes (localIdx, force) or (localIdx, pos, force)")
-    self._world._add_external_load(self.getIndexInWorld(), force, torque)
+    self._world._add_external_load(self._row(), force, torque)
 
   def setExternalTorque(self, localIdx, torque):
     torque = validation.vector(torque, 3, "torque")
-    self._world._add_external_load(self.getIndexInWorld(), np.zeros(3), torque)
+    self._world._add_external_load(self._row(), np.zeros(3), torque)
 
   def clearExternalForcesAndTorques(self):
     self._set_body_state(external_force=np.zeros(3), external_torque=np.zeros(3))

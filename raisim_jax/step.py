@@ -3,7 +3,8 @@
     integrate1: replaces last step's contacts by the current configuration's (collision
                 detection); impulses of persisting contacts are kept as the warm start
     integrate2: external loads -> free velocity -> contact solver -> pose integration ->
-                penetration correction (erp), world time += dt, external loads cleared
+                penetration correction (erp), world time += dt, external loads cleared;
+                articulated systems: ABA + semi-implicit Euler (no contacts with them yet)
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
     rollout   = lax.scan of step
 """
@@ -13,7 +14,8 @@ import jax.numpy as jnp
 
 from raisim_jax.collision import detection
 from raisim_jax.dynamics import contact_dynamics, single_body
-from raisim_jax.types import Control, Model, State
+from raisim_jax.dynamics.articulated_integrate import integrate_articulated
+from raisim_jax.types import ArticulatedState, Control, Model, State
 
 
 def integrate1(model: Model, state: State) -> State:
@@ -49,7 +51,22 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
       contacts=contacts,
       time=state.time + model.time_step,
       solver_iterations=iterations,
+      articulated=tuple(integrate_articulated_system(model, system_model, system_state)
+                        for system_model, system_state in zip(model.articulated,
+                                                              state.articulated)),
   )
+
+
+def integrate_articulated_system(model: Model, system_model, system: ArticulatedState):
+  """Free motion of one articulated system over a step (no contacts with it yet):
+  semi-implicit Euler with ABA, feed-forward force and external wrenches."""
+  gc, gv = integrate_articulated(
+      system_model, system.generalized_coordinate, system.generalized_velocity,
+      system.feedforward_force, model.gravity, model.time_step, system.external_wrench)
+  return system.replace(
+      generalized_coordinate=gc, generalized_velocity=gv,
+      generalized_acceleration=(gv - system.generalized_velocity) / model.time_step,
+      external_wrench=jnp.zeros_like(system.external_wrench))
 
 
 def step(model: Model, state: State, control: Control | None = None) -> State:

@@ -172,6 +172,8 @@ class Model:
     solver: SolverModel.
     gravity: (3,) m/s^2, world frame.
     time_step: () s.
+    articulated: tuple of dynamics.tree.ArticulatedModel, one per articulated system, in
+      world order.
     num_bodies: static count of single-body objects.
     gyroscopic_iterations: static fixed-point iterations of the implicit-midpoint rotation
       update (error shrinks like (dt |omega|)^k; 4 is round-off for dt |omega| < 1e-2).
@@ -181,7 +183,8 @@ class Model:
   solver: SolverModel
   gravity: jax.Array
   time_step: jax.Array
-  num_bodies: int = static_field()
+  articulated: tuple = ()
+  num_bodies: int = static_field(default=0)
   gyroscopic_iterations: int = static_field(default=4)
 
   @property
@@ -242,6 +245,25 @@ class Contacts:
 
 
 @dataclass
+class ArticulatedState:
+  """State of one articulated system (RaiSim conventions).
+
+  Attributes:
+    generalized_coordinate: (nq,) [base pos, base quat (w,x,y,z), joints] for a floating base.
+    generalized_velocity: (nv,) [base lin vel (world), base ang vel (world), joints].
+    generalized_acceleration: (nv,) du/dt of the last step.
+    feedforward_force: (nv,) generalized force set by the user; kept until changed.
+    external_wrench: (nbody, 6) [force; torque about the body origin], world frame, applied
+      during the next integrate2 and then cleared.
+  """
+  generalized_coordinate: jax.Array
+  generalized_velocity: jax.Array
+  generalized_acceleration: jax.Array
+  feedforward_force: jax.Array
+  external_wrench: jax.Array
+
+
+@dataclass
 class State:
   """Everything that changes while stepping.
 
@@ -250,11 +272,13 @@ class State:
     contacts: Contacts found by the last integrate1 (impulses from the last integrate2).
     time: () world time in s, advanced by integrate2.
     solver_iterations: () int32 sweeps used by the last contact solve.
+    articulated: tuple of ArticulatedState, one per articulated system.
   """
   bodies: SingleBodyState
   contacts: Contacts
   time: jax.Array
   solver_iterations: jax.Array
+  articulated: tuple = ()
 
 
 @dataclass

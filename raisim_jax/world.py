@@ -12,15 +12,32 @@ import numpy as np
 import copy
 
 from raisim_jax import objects, validation
+from raisim_jax.articulated_system import ArticulatedSystem
 from raisim_jax.collision import pairs
 from raisim_jax.compile import compile_world, material_names, material_table, resolve_dtype
 from raisim_jax.contact import Contact
-from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, BroadphaseSettings,
-                                    CollisionShape, ContactSettings, MaterialPairProperties,
-                                    SingleBodyDescription, WorldDescription)
+from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
+                                    BroadphaseSettings, CollisionShape, ContactSettings,
+                                    MaterialPairProperties, SingleBodyDescription,
+                                    WorldDescription)
+from raisim_jax.io import urdf
+from raisim_jax.io.articulated_description import JOINT_DIMS, JOINT_FLOATING, JOINT_SPHERICAL
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
+
+
+def zero_configuration(description):
+  """(nq,) joint angles zero, unit quaternions identity (floating base and spherical joints)."""
+  gc = np.zeros(description.gc_dim)
+  offset = 0
+  for body in description.bodies:
+    if body.joint_type == JOINT_FLOATING:
+      gc[offset + 3] = 1.0
+    elif body.joint_type == JOINT_SPHERICAL:
+      gc[offset] = 1.0
+    offset += JOINT_DIMS[body.joint_type][0]
+  return gc
 
 
 def COLLISION(index: int) -> int:
@@ -91,12 +108,59 @@ class World:
     self._contact_cache = None
 
   # ---- compile cache --------------------------------------------------------------------
+  def _single_objects(self):
+    return [o for o in self._objects if isinstance(o, objects.SingleBodyObject)]
+
+  def _articulated_objects(self):
+    return [o for o in self._objects if isinstance(o, ArticulatedSystem)]
+
+  def _body_row(self, obj) -> int:
+    """Row of a single-body object in the Model/State single-body arrays."""
+    for row, candidate in enumerate(self._single_objects()):
+      if candidate is obj:
+        return row
+    raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)")
+
+  def _articulated_row(self, obj) -> int:
+    """Index of an articulated system in Model.articulated / State.articulated."""
+    for row, candidate in enumerate(self._articulated_objects()):
+      if candidate is obj:
+        return row
+    raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)")
+
+  def _articulated_state(self, obj):
+    return self._current_state().articulated[self._articulated_row(obj)]
+
+  def _articulated_model(self, obj):
+    return self._current_model().articulated[self._articulated_row(obj)]
+
+  def _write_articulated_state(self, obj, **fields):
+    """Replaces fields of an articulated system's state (values cast to the world dtype)."""
+    self._ensure_compiled()
+    row = self._articulated_row(obj)
+    systems = list(self._state.articulated)
+    systems[row] = systems[row].replace(**{
+        name: jnp.asarray(value, self._dtype) for name, value in fields.items()})
+    self._set_state(self._state.replace(articulated=tuple(systems)))
+
+  def _write_articulated_model(self, obj, system_model):
+    """Replaces an articulated system's model (same structure: no recompile)."""
+    self._ensure_compiled()
+    row = self._articulated_row(obj)
+    systems = list(self._model.articulated)
+    systems[row] = system_model
+    self._model = self._model.replace(articulated=tuple(systems))
+
   def _sync_description_from_state(self):
     """Copies the current state into the descriptions before a structural recompile."""
     if self._state is None:
       return
+    for obj, system in zip(self._articulated_objects(), self._state.articulated):
+      obj._entry.generalized_coordinate = np.asarray(system.generalized_coordinate, np.float64)
+      obj._entry.generalized_velocity = np.asarray(system.generalized_velocity, np.float64)
+      obj._entry.feedforward_force = np.asarray(system.feedforward_force, np.float64)
     bodies = jax.tree.map(np.asarray, self._state.bodies)
-    for index, obj in enumerate(self._objects):
+    for index, obj in enumerate(self._single_objects()):
       d = obj._description
       d.position = bodies.position[index].astype(np.float64)
       d.quaternion = bodies.quaternion[index].astype(np.float64)
@@ -106,7 +170,8 @@ class World:
 
   def _ensure_compiled(self):
     if self._dirty:
-      self._description.bodies = [obj._description for obj in self._objects]
+      self._description.bodies = [obj._description for obj in self._single_objects()]
+      self._description.articulated = [obj._entry for obj in self._articulated_objects()]
       self._model, state = compile_world(self._description, self._dtype)
       self._compiled_material_names = material_names(self._description)
       self._set_state(state)
@@ -149,7 +214,7 @@ class World:
 
   def _write_body_model(self, obj, **fields):
     self._ensure_compiled()
-    index = self._index_of(obj)
+    index = self._body_row(obj)
     description = obj._description
     bodies = self._model.bodies
     updates = {}
@@ -287,6 +352,33 @@ class World:
     self._compound_children[id(view._description)] = list(children)
     return view
 
+  def addArticulatedSystem(self, filePathOrURDFScript, resPath="", jointOrder=(),
+                           collisionGroup=1, collisionMask=-1, options=None):
+    """Adds an articulated system from a URDF path, a URDF string (decided by content) or a
+    `Child` tree (programmatic construction, spec option 4). Its generalized coordinate starts
+    at zero joint angles with an identity base orientation."""
+    del options  # doNotCollideWithParent / convexifyCollisionMeshes: no articulated contacts yet
+    if isinstance(filePathOrURDFScript, urdf.Child):
+      description = urdf.description_from_child(
+          filePathOrURDFScript, joint_order=list(jointOrder) or None)
+      source = ""
+    else:
+      text = str(filePathOrURDFScript)
+      description = urdf.load_urdf(text, res_path=resPath, joint_order=list(jointOrder) or None)
+      source = "" if text.lstrip().startswith("<") else text
+    entry = ArticulatedEntry(
+        name="", description=description,
+        generalized_coordinate=zero_configuration(description),
+        generalized_velocity=np.zeros(description.dof),
+        feedforward_force=np.zeros(description.dof),
+        collision_group=_collision_bits(collisionGroup, "collisionGroup"),
+        collision_mask=_collision_bits(collisionMask, "collisionMask"),
+        source=source, res_path=str(resPath))
+    self._structure_changed()
+    view = ArticulatedSystem(self, entry)
+    self._objects.append(view)
+    return view
+
   def removeObject(self, obj):
     """Removes an object; the world recompiles on next use."""
     index = self._index_of(obj)
@@ -369,7 +461,7 @@ class World:
     if self._dirty:
       return
     description = self._description
-    description.bodies = [obj._description for obj in self._objects]
+    description.bodies = [obj._description for obj in self._single_objects()]
     names = material_names(description)
     if len(names) != self._model.solver.pair_table.shape[0] or names != self._compiled_material_names:
       self._structure_changed()
@@ -423,7 +515,7 @@ class World:
     """Rewrites the shapes' material ids and collision bits from the descriptions."""
     names = {name: i for i, name in enumerate(self._compiled_material_names)}
     material, group, mask = [], [], []
-    for obj in self._objects:
+    for obj in self._single_objects():
       d = obj._description
       for shape in d.shapes:
         material.append(names[shape.material])
@@ -498,6 +590,7 @@ class World:
     """Per-object contact lists (built once per state): {world index: [Contact, ...]}."""
     if self._contact_cache is None:
       c = jax.tree.map(np.asarray, self._current_state().contacts)
+      world_index = [obj.getIndexInWorld() for obj in self._single_objects()]
       slots = np.nonzero(c.active)[0]
       per_object, problem = {}, []
       body_types = np.asarray(self._model.bodies.body_type)
@@ -508,6 +601,8 @@ class World:
             "body_a", "body_b", "shape_a", "shape_b")}
         data = {k: np.array(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
                 else np.asarray(v) for k, v in data.items()}
+        data["object_a"] = world_index[int(data["body_a"])]
+        data["object_b"] = world_index[int(data["body_b"])]
         entries.append((problem_index, slot, data))
       for problem_index, slot, data in entries:
         for is_a, body in ((True, int(data["body_a"])), (False, int(data["body_b"]))):
@@ -532,7 +627,7 @@ class World:
     return list(self._contacts()[1])
 
   def _object_contacts(self, obj):
-    return list(self._contacts()[0].get(self._index_of(obj), []))
+    return list(self._contacts()[0].get(self._body_row(obj), []))
 
   def getContactOverflow(self) -> bool:
     """True if the last collision detection exceeded a pair or contact capacity."""

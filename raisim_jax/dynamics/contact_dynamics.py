@@ -43,6 +43,8 @@ def _point_mobility(inv_mass, inv_inertia, body, r):
 
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
   """(C, 3) last step's impulse of the contact with the same key, zero if none."""
+  if previous.key.shape[0] == 0 or contacts.key.shape[0] == 0:
+    return jnp.zeros_like(contacts.impulse)
   same = (contacts.key[:, None] == previous.key[None, :]) & previous.active[None, :]
   same &= contacts.active[:, None]
   found = jnp.any(same, axis=1)
