@@ -47,7 +47,7 @@ def _constraints(shape_type, size, x):
     axis_point = np.stack([0 * Z, 0 * Z, np.clip(Z, -0.5 * h, 0.5 * h)], -1)
     v = x - axis_point
     n = np.linalg.norm(v, axis=-1)
-    return n[None] - r, (v / n[:, None])[None]
+    return n[None] - r, (v / np.maximum(n, 1e-300)[:, None])[None]
   if t == ShapeType.HALFSPACE:
     return Z[None], np.broadcast_to(ez, x.shape)[None]  # frame placed on the plane
   raise ValueError(t)
@@ -221,6 +221,52 @@ def test_closest_of_several_objects(scene):
   item = world.rayTest([3, 0, 5], [0, 0, -2], 10)[0]
   assert item.getObject() is ground
   np.testing.assert_allclose(item.getPosition(), [3, 0, -0.5], atol=1e-12)
+
+
+def test_random_world_closest_hit_matches_the_oracle():
+  """Every primitive at random poses in one world (body rotation, cone COM convention):
+  the world ray test returns the oracle's closest hit and its object."""
+  rng = np.random.default_rng(3)
+  world = rj.World()
+  ground = world.addGround(-1.5)
+  placed = [(ground, ShapeType.HALFSPACE, np.array([-1.5, 0, 0, 0]), np.eye(3),
+             np.array([0, 0, -1.5]))]
+  adders = {ShapeType.SPHERE: lambda s: world.addSphere(s[0], 1.0),
+            ShapeType.BOX: lambda s: world.addBox(s[0], s[1], s[2], 1.0),
+            ShapeType.CYLINDER: lambda s: world.addCylinder(s[0], s[1], 1.0),
+            ShapeType.CONE: lambda s: world.addCone(s[0], s[1], 1.0),
+            ShapeType.CAPSULE: lambda s: world.addCapsule(s[0], s[1], 1.0)}
+  for k, (t, add) in enumerate(adders.items()):
+    size = _random_size(t, rng)
+    R, p = _random_rotation(rng), np.array([np.cos(k * 1.25), np.sin(k * 1.25), 0.0]) * 1.3
+    obj = add(size)
+    obj.setPose(p, R)
+    placed.append((obj, t, size, R, p))
+  model, state = world.compile()
+  batch = jax.jit(jax.vmap(ray_test, in_axes=(None, None, 0, 0, None)))
+  starts = rng.normal(size=(60, 3)) * 0.5 + np.array([0, 0, 3.0])
+  targets = rng.normal(size=(60, 3)) * 1.2
+  result = jax.tree.map(np.asarray, batch(model, state, starts, targets - starts, 8.0))
+  checked = 0
+  for i in range(60):
+    best = (np.inf, None)
+    ambiguous = False
+    for obj, t, size, R, p in placed:
+      status, d_ref, _, n_ref = _oracle(int(t), size, R, p, starts[i], targets[i] - starts[i],
+                                        8.0, steps=8000)
+      ambiguous |= status == "ambiguous"
+      if status == "hit" and d_ref < best[0]:
+        best = (d_ref, obj, n_ref)
+    if ambiguous:
+      continue
+    checked += 1
+    assert bool(result.hit[i]) == (best[1] is not None)
+    if best[1] is not None:
+      assert int(result.object_index[i]) == best[1].getIndexInWorld()
+      np.testing.assert_allclose(result.distance[i], best[0], atol=TOL)
+      np.testing.assert_allclose(result.normal[i], best[2], atol=TOL)
+  assert checked >= 40
+  assert len(set(result.object_index[result.hit].tolist())) >= 4
 
 
 def test_ray_from_above_hits_the_ground_at_its_height():
