@@ -106,6 +106,8 @@ class World:
     self._integrate2 = jax.jit(integrate2)
     self._step_no_contact_detection = jax.jit(step_no_contact_detection)
     self._contact_cache = None
+    from raisim_jax.collision.ray import ray_test  # local import keeps rayTest self-contained
+    self._ray_test = jax.jit(ray_test)
 
   # ---- compile cache --------------------------------------------------------------------
   def _single_objects(self):
@@ -636,3 +638,30 @@ class World:
   def getContactSolverIterations(self) -> int:
     """Sweeps the contact solver used in the last integrate2."""
     return int(self._current_state().solver_iterations)
+
+  # ---- ray test --------------------------------------------------------------------------------
+  def rayTest(self, start, direction, length, objectId=-10, localId=-10, collisionMask=-1):
+    """The closest hit of a ray (RaiSim's World::rayTest) as a RayCollisionList (0 or 1 item).
+
+    Shapes of the object whose objectId AND localId both match are ignored (single bodies and
+    compounds have localId 0; the default -10 matches nothing). A shape is hit only if
+    (its collision group & collisionMask) != 0; -1 means all groups. A ray starting inside a
+    shape hits it at distance 0 with normal -direction (see raisim_jax.collision.ray).
+    """
+    from raisim_jax.ray_collision import RayCollisionItem, RayCollisionList
+    start = validation.vector(start, 3, "start")
+    direction = validation.vector(direction, 3, "direction")
+    if not np.linalg.norm(direction) > 0:
+      raise ValueError(f"argument 'direction' must be non-zero, got {direction}")
+    length = validation.positive(length, "length")
+    object_id = objectId.getIndexInWorld() if hasattr(objectId, "getIndexInWorld") else int(objectId)
+    ignore = object_id if (int(localId) == 0 and 0 <= object_id < len(self._objects)) else -1
+    mask = pairs.split_bits(_collision_bits(collisionMask, "collisionMask"))
+    model, state = self.compile()
+    result = jax.device_get(self._ray_test(model, state, start, direction, length,
+                                           np.int32(ignore), mask))
+    if not bool(result.hit):
+      return RayCollisionList()
+    return RayCollisionList([RayCollisionItem(
+        self._objects[int(result.object_index)], result.position, result.normal,
+        result.distance, 0)])
