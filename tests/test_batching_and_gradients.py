@@ -12,7 +12,7 @@ def _tumbling_world():
   world = rj.World()
   world.setTimeStep(1e-2)
   world.addBox(1.0, 0.4, 0.1, 1.0)
-  world.addCapsule(0.2, 0.5, 2.0)
+  world.addCapsule(0.2, 0.5, 2.0).setPosition(10, 0, 0)  # apart: no contacts
   return world.compile()
 
 
@@ -24,7 +24,8 @@ def test_vmap_over_1000_states_equals_sequential_steps():
   quats /= np.linalg.norm(quats, axis=-1, keepdims=True)
   batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), state)
   batch = batch.replace(bodies=batch.bodies.replace(
-      position=jnp.asarray(rng.normal(size=(n, 2, 3))),
+      # the two bodies stay 10 m apart: this is the contact-free Newton-Euler path
+      position=jnp.asarray(rng.normal(size=(n, 2, 3)) + np.array([[0, 0, 0], [10, 0, 0]])),
       quaternion=jnp.asarray(quats),
       linear_velocity=jnp.asarray(rng.normal(size=(n, 2, 3))),
       angular_velocity=jnp.asarray(rng.normal(size=(n, 2, 3)) * 3)))
