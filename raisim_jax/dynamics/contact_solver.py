@@ -128,7 +128,7 @@ def _normalize2(x, y):
 
 
 def _solve_single_primal(G, c_prime, mu, target):
-  """Exact local solve by cases; returns (lambda, mode, rho, theta).
+  """Exact local solve by cases; returns (lambda, mode, rho, (cos theta, sin theta)).
 
   Branch-free: every case is computed and selected, so the cost is fixed under vmap.
   """
