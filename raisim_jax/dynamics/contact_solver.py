@@ -37,10 +37,11 @@ from jax import lax
 from raisim_jax import struct
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
-# halvings inside the chosen cell (cell width 2*pi/16 = 0.39 rad; 2^-30 of that ~ 4e-10 rad),
-# finished by one regula-falsi step.
+# halvings inside the chosen cell (cell width 2*pi/32 = 0.2 rad; 2^-30 of that ~ 2e-10 rad,
+# 2^-20 ~ 2e-7 rad for float32), finished by one regula-falsi step.
 NUM_ANGLE_CELLS = 32
 NUM_BISECTIONS = 30
+NUM_BISECTIONS_FLOAT32 = 20
 
 # Local-problem modes (returned by `single_contact_mode`).
 MODE_OPEN = 0
@@ -103,81 +104,101 @@ def _inverse3(G):
   return adj / det
 
 
-def _slide_terms(G, b, mu, theta):
+def _slide_terms(G, b, mu, cs, sn):
   """For a cone-boundary point lambda = rho (mu cos t, mu sin t, 1) with v_z = 0.
 
-  Returns (D, F, E): D = G_z . w (rho = -b_z / D), F = D * (v_t . d_perp) (zero at the
-  maximum-dissipation point), E = D * (v_t . d) (negative there: v_t opposes lambda_t).
-  Multiplied through by D so no division happens here.
+  (cs, sn) = (cos t, sin t), any shape. Returns (D, F, E): D = G_z . w (rho = -b_z / D),
+  F = D * (v_t . d_perp) (zero at the maximum-dissipation point), E = D * (v_t . d) (negative
+  there: v_t opposes lambda_t). Multiplied through by D so no division happens here.
   """
-  cs, sn = jnp.cos(theta), jnp.sin(theta)
-  w = jnp.stack([mu * cs, mu * sn, jnp.ones_like(cs)], axis=0)  # (3, ...)
-  Gw = jnp.tensordot(G, w, axes=1)                               # (3, ...)
-  D = Gw[2]
+  gx = mu * (G[0, 0] * cs + G[0, 1] * sn) + G[0, 2]
+  gy = mu * (G[1, 0] * cs + G[1, 1] * sn) + G[1, 2]
+  D = mu * (G[2, 0] * cs + G[2, 1] * sn) + G[2, 2]
   # D * v_t = -b_z Gw_t + D b_t
-  vx = -b[2] * Gw[0] + D * b[0]
-  vy = -b[2] * Gw[1] + D * b[1]
-  F = -sn * vx + cs * vy
-  E = cs * vx + sn * vy
-  return D, F, E
+  vx = D * b[0] - b[2] * gx
+  vy = D * b[1] - b[2] * gy
+  return D, cs * vy - sn * vx, cs * vx + sn * vy
+
+
+def _normalize2(x, y):
+  n2 = x * x + y * y
+  ok = n2 > 0
+  inv = lax.rsqrt(jnp.where(ok, n2, 1.0))
+  return jnp.where(ok, x * inv, 1.0), jnp.where(ok, y * inv, 0.0)
 
 
 def _solve_single_primal(G, c_prime, mu, target):
-  """Exact local solve by cases; returns (lambda, mode, rho, theta)."""
+  """Exact local solve by cases; returns (lambda, mode, rho, (cos theta, sin theta)).
+
+  Branch-free: every case is computed and selected, so the cost is fixed under vmap.
+  """
   dtype = c_prime.dtype
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
   G_inv = _inverse3(G)
-  lam_stick = -G_inv @ b
-  tangential_stick = jnp.sqrt(lam_stick[0] ** 2 + lam_stick[1] ** 2)
+  lam_stick = -jnp.sum(G_inv * b[None, :], axis=1)
+  tangential_stick_sq = lam_stick[0] ** 2 + lam_stick[1] ** 2
   is_open = b[2] >= 0
-  is_stick = (~is_open) & (tangential_stick <= mu * lam_stick[2])
+  is_stick = (~is_open) & (lam_stick[2] >= 0) & (tangential_stick_sq <= (mu * lam_stick[2]) ** 2)
 
-  # Slide: bracket the root of F(theta) on a fixed grid starting at the stick-impulse direction,
-  # prefer the valid cell (D > 0, v_t opposing lambda_t) nearest theta0, then bisect it.
-  theta0 = jnp.arctan2(lam_stick[1], lam_stick[0])
-  h = 2.0 * math.pi / NUM_ANGLE_CELLS
-  k = jnp.arange(NUM_ANGLE_CELLS, dtype=dtype)
-  D, F, _ = _slide_terms(G, b, mu, theta0 + h * k)
-  # Wrap around with the *same* value so that a root exactly at theta0 is not lost to rounding.
-  F_next = jnp.roll(F, -1)
+  # Slide: bracket the root of F on a fixed grid of directions starting at the stick-impulse
+  # direction d0, prefer the valid cell (D > 0, v_t opposing lambda_t) nearest d0, then bisect
+  # it. Directions are unit vectors (rotations by constants, bisection by normalized sums), so
+  # no trigonometric function is evaluated.
+  c0, s0 = _normalize2(lam_stick[0], lam_stick[1])
+  K = NUM_ANGLE_CELLS
+  h = 2.0 * math.pi / K
+  ck = jnp.asarray([math.cos(h * k) for k in range(K)], dtype)
+  sk = jnp.asarray([math.sin(h * k) for k in range(K)], dtype)
+  grid_c = c0 * ck - s0 * sk
+  grid_s = s0 * ck + c0 * sk
+  D, F, _ = _slide_terms(G, b, mu, grid_c, grid_s)
+  # Wrap around with the *same* value so that a root exactly at d0 is not lost to rounding.
+  next_c, next_s, F_next = jnp.roll(grid_c, -1), jnp.roll(grid_s, -1), jnp.roll(F, -1)
   sign_change = (F * F_next) <= 0
   # Judge each candidate cell at its regula-falsi root estimate, not at its end points.
   denom = F_next - F
   t_est = jnp.clip(jnp.where(denom != 0, -F / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
-  D_est, _, E_est = _slide_terms(G, b, mu, theta0 + h * (k + t_est))
+  est_c, est_s = _normalize2(grid_c + t_est * (next_c - grid_c), grid_s + t_est * (next_s - grid_s))
+  D_est, _, E_est = _slide_terms(G, b, mu, est_c, est_s)
   positive_D = D_est > 0
   valid = sign_change & positive_D & (E_est < 0)
-  cells = jnp.arange(NUM_ANGLE_CELLS)
-  distance = jnp.minimum(cells, NUM_ANGLE_CELLS - 1 - cells)
-  big = 4 * NUM_ANGLE_CELLS
+  cells = jnp.arange(K)
+  distance = jnp.minimum(cells, K - 1 - cells)
+  big = 4 * K
   score = jnp.where(valid, distance,
                     jnp.where(sign_change & positive_D, big + distance, 2 * big + distance))
-  cell = jnp.argmin(score)
-  lo = theta0 + h * cell.astype(dtype)
-  hi = lo + h
-  F_lo = F[cell]
+  score = score * K + cells                        # unique keys; min instead of argmin (a
+  one_hot = (score == jnp.min(score)).astype(dtype)   # variadic reduce, slow on XLA CPU)
+  pick = lambda x: jnp.sum(one_hot * x)
+  lo_c, lo_s, F_lo = pick(grid_c), pick(grid_s), pick(F)
+  hi_c, hi_s, F_hi = pick(next_c), pick(next_s), pick(F_next)
+
+  halvings = NUM_BISECTIONS if jnp.finfo(dtype).bits > 32 else NUM_BISECTIONS_FLOAT32
 
   def bisect(_, bracket):
-    lo, hi, F_lo = bracket
-    mid = 0.5 * (lo + hi)
-    _, F_mid, _ = _slide_terms(G, b, mu, mid)
+    lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = bracket
+    mid_c, mid_s = _normalize2(lo_c + hi_c, lo_s + hi_s)
+    _, F_mid, _ = _slide_terms(G, b, mu, mid_c, mid_s)
     same = jnp.sign(F_mid) * jnp.sign(F_lo) > 0   # F_lo == 0: shrink onto lo
-    return (jnp.where(same, mid, lo), jnp.where(same, hi, mid), jnp.where(same, F_mid, F_lo))
+    return (jnp.where(same, mid_c, lo_c), jnp.where(same, mid_s, lo_s),
+            jnp.where(same, F_mid, F_lo), jnp.where(same, hi_c, mid_c),
+            jnp.where(same, hi_s, mid_s), jnp.where(same, F_hi, F_mid))
 
-  lo, hi, F_lo = lax.fori_loop(0, NUM_BISECTIONS, bisect, (lo, hi, F_lo))
-  _, F_hi, _ = _slide_terms(G, b, mu, hi)
+  # A loop, not Python unrolling: unrolled, XLA's fusion duplicates the chain (~30x the flops).
+  lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = lax.fori_loop(
+      0, halvings, bisect, (lo_c, lo_s, F_lo, hi_c, hi_s, F_hi))
   denom = F_hi - F_lo
-  t = jnp.where(denom != 0, -F_lo / jnp.where(denom != 0, denom, 1.0), 0.5)
-  theta = lo + jnp.clip(t, 0.0, 1.0) * (hi - lo)
-  D_theta, _, _ = _slide_terms(G, b, mu, theta)
-  rho = -b[2] / jnp.where(D_theta > 0, D_theta, G[2, 2])
+  t = jnp.clip(jnp.where(denom != 0, -F_lo / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
+  d_c, d_s = _normalize2(lo_c + t * (hi_c - lo_c), lo_s + t * (hi_s - lo_s))
+  D_d, _, _ = _slide_terms(G, b, mu, d_c, d_s)
+  rho = -b[2] / jnp.where(D_d > 0, D_d, G[2, 2])
   rho = jnp.maximum(rho, 0.0)
-  lam_slide = rho * jnp.stack([mu * jnp.cos(theta), mu * jnp.sin(theta), jnp.ones_like(theta)])
+  lam_slide = rho * jnp.stack([mu * d_c, mu * d_s, jnp.ones_like(d_c)])
 
   zero = jnp.zeros(3, dtype)
   lam = jnp.where(is_open, zero, jnp.where(is_stick, lam_stick, lam_slide))
   mode = jnp.where(is_open, MODE_OPEN, jnp.where(is_stick, MODE_STICK, MODE_SLIDE))
-  return lam, mode, rho, theta
+  return lam, mode, rho, (d_c, d_s)
 
 
 def _slide_equations(x, G, c_prime, mu, target):
@@ -206,7 +227,8 @@ def solve_single_contact(G_ii, c_prime, mu, target):
 def _solve_single_contact_jvp(primals, tangents):
   G, c_prime, mu, target = primals
   dG, dc, dmu, dtarget = tangents
-  lam, mode, rho, theta = _solve_single_primal(G, c_prime, mu, target)
+  lam, mode, rho, (d_c, d_s) = _solve_single_primal(G, c_prime, mu, target)
+  theta = jnp.arctan2(d_s, d_c)
   dtype = c_prime.dtype
 
   # Stick: lambda = -G^-1 b, differentiated directly.
