@@ -324,6 +324,26 @@ class ArticulatedSystem(Object):
     armature = model.rotor_inertia + dt * model.damping + dt * dt * model.stiffness
     return _np(_inverse_mass_matrix(model, self._state().generalized_coordinate, armature))
 
+  def _implicit_armature_diagonal(self):
+    """dt d + dt^2 k (nv,): what the implicit damping / springs add to diag(M)."""
+    model = self._model()
+    dt = float(self._world._current_model().time_step)
+    return _np(dt * model.damping + dt * dt * model.stiffness)
+
+  def computeSparseInverse(self, M):
+    """(M + diag(dt d + dt^2 k))^-1 of a given mass matrix (nv, nv), as RaiSim's damped
+    inverse (dense solve; RaiSim exploits the tree sparsity)."""
+    nv = self.getDOF()
+    m = np.asarray(M, dtype=np.float64)
+    if m.shape != (nv, nv) or not np.all(np.isfinite(m)):
+      raise ValueError(f"argument 'M' must be a finite ({nv}, {nv}) matrix, got shape {m.shape}")
+    return np.linalg.inv(m + np.diag(self._implicit_armature_diagonal()))
+
+  def massMatrixVecMul(self, vec1):
+    """M vec1 (nv,) at the current configuration."""
+    vec = validation.vector(vec1, self.getDOF(), "vec1")
+    return self.getMassMatrix() @ vec
+
   def getGeneralizedMomentum(self):
     """M u (nv,)."""
     return self.getMassMatrix() @ self.getGeneralizedVelocity()

@@ -315,6 +315,9 @@ def test_dynamics_vs_pinocchio(a1):
   np.testing.assert_allclose(system.getInverseMassMatrix(), np.linalg.inv(mass_matrix),
                              rtol=1e-7, atol=1e-7)
   np.testing.assert_allclose(system.getGeneralizedMomentum(), mass_matrix @ u, atol=1e-9)
+  np.testing.assert_allclose(system.massMatrixVecMul(u), mass_matrix @ u, atol=1e-9)
+  np.testing.assert_allclose(system.computeSparseInverse(mass_matrix), np.linalg.inv(mass_matrix),
+                             rtol=1e-7, atol=1e-7)
   assert system.getKineticEnergy() == pytest.approx(oracle.kinetic_energy(q, u), rel=1e-10)
   assert system.getPotentialEnergy(GRAVITY) == pytest.approx(
       oracle.potential_energy(q, GRAVITY), rel=1e-10)
@@ -505,6 +508,10 @@ def test_pendulum_model_setters(pendulum):
     np.testing.assert_allclose(system.getJointDamping(), [2.0])
     np.testing.assert_allclose(system.getInverseMassMatrix(),
                                [[1 / (hinge_inertia + 0.3 + dt * 2.0)]], rtol=1e-12)
+    np.testing.assert_allclose(system.computeSparseInverse(system.getMassMatrix()),
+                               [[1 / (hinge_inertia + 0.3 + dt * 2.0)]], rtol=1e-12)
+    np.testing.assert_allclose(system.massMatrixVecMul([2.0]), [2 * (hinge_inertia + 0.3)],
+                               rtol=1e-12)
     system.setInertia(1, np.diag([0.2, 0.3, 0.02]))
     system.setBodyCOM_B(1, [0.0, 0.0, -0.25])
     hinge_inertia = 0.3 + 4.0 * 0.0625 + 0.3
@@ -642,6 +649,8 @@ def test_bad_inputs_raise_naming_the_argument(pendulum, free_body):
     system.setActuationLimits([1.0], [2.0])
   with pytest.raises(ValueError, match="jointIndex"):
     system.getJointType(2)
+  with pytest.raises(ValueError, match="'M'"):
+    system.computeSparseInverse(np.eye(2))
   with pytest.raises(ValueError, match="referencePoint"):
     system.getAngularMomentum([1.0])
   with pytest.raises(ValueError, match="frame"):
