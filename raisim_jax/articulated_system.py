@@ -2,12 +2,36 @@
 
 The view holds its world and its ArticulatedEntry; getters evaluate the pure core
 (kinematics, CRBA, RNEA, ABA, Jacobians) on the world's current state, setters write new state
-leaves. No physics lives here.
+or model leaves. No physics lives here.
+
+Conventions (RaiSim's, see the spec's ArticulatedSystem API):
+- Every vector is in the WORLD frame unless the name says otherwise (`_B` body frame, `_P`
+  parent frame). A body's pose is its parent joint frame after the joint transformation.
+- Methods whose C++ form fills out-parameters return the value instead
+  (`getFramePosition(frameId) -> (3,)`, `getDenseJacobian(bodyIdx, point_W) -> (3, nv)`,
+  `getBodyPose(bodyIdx) -> (R, p)`, `getState() -> (gc, gv)`).
+- "Sparse" Jacobians are returned dense, (3, nv), zero in the columns that do not move the
+  body: a NumPy array has no use for RaiSim's SparseJacobian index list.
+- Kinematics are evaluated on demand from the current state: `updateKinematics` and
+  `updateMassInfo` are no-ops and composite quantities never go stale.
+- Index arguments are validated: a bad index raises ValueError naming the argument, an
+  unknown body / frame / joint name raises KeyError (RaiSim returns size_t(-1)).
 """
 
+import dataclasses
+import enum
+import os
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
+from raisim_jax.dynamics import kinematics as kin_lib
+from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+                                                    JOINT_REVOLUTE, JOINT_SPHERICAL)
+from raisim_jax.math import quaternion as quat_math
 from raisim_jax.objects import Object
 from raisim_jax.types import BodyType, ObjectType
 
@@ -16,22 +40,136 @@ def _np(x):
   return np.array(x, dtype=np.float64)
 
 
+class JointType(enum.IntEnum):
+  """RaiSim's Joint::Type."""
+  FIXED = JOINT_FIXED
+  FLOATING = JOINT_FLOATING
+  REVOLUTE = JOINT_REVOLUTE
+  PRISMATIC = JOINT_PRISMATIC
+  SPHERICAL = JOINT_SPHERICAL
+
+
+class Frame(enum.IntEnum):
+  """RaiSim's Frame (the frame a vector argument is expressed in)."""
+  WORLD_FRAME = 0
+  PARENT_FRAME = 1
+  BODY_FRAME = 2
+
+
+@dataclasses.dataclass
+class CoordinateFrame:
+  """RaiSim's CoordinateFrame: a frame rigidly attached to body `parentId`.
+
+  position (3,) and orientation (3, 3): the frame's pose in its body frame. Frames returned by
+  getFrameByName & co. are copies: editing them changes nothing in the system (in RaiSim
+  frames affect neither kinematics nor dynamics either). A user-made CoordinateFrame can be
+  passed to getFramePosition / Orientation / Velocity / AngularVelocity / Acceleration.
+  """
+  name: str = ""
+  parentId: int = 0
+  parentName: str = ""
+  position: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
+  orientation: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(3))
+  jointType: JointType = JointType.FIXED
+  childLink: str = ""
+  parentLink: str = ""
+
+  @property
+  def currentBodyId(self) -> int:
+    return self.parentId
+
+
+# One jit per pure function, shared by all views (the cache keys on the model's structure).
+_forward_kinematics = jax.jit(kin_lib.forward_kinematics)
+_mass_matrix = jax.jit(crba.mass_matrix_from_kinematics)
+_nonlinearities = jax.jit(rnea.nonlinearities)
+_inverse_mass_matrix = jax.jit(aba.inverse_mass_matrix)
+_joint_wrenches = jax.jit(rnea.joint_wrenches)
+
+
 class ArticulatedSystem(Object):
   """A multi-body system loaded from URDF (or built from a `Child` tree)."""
 
   def __init__(self, world, entry):
     super().__init__(world, entry)
     self._entry = entry
+    self._kin_cache = None
+    self._compute_inverse_dynamics = False
+    self._actuation_lower = None    # set by setActuationLimits (no core counterpart)
 
   def getObjectType(self) -> ObjectType:
     return ObjectType.ARTICULATED_SYSTEM
 
-  def getBodyType(self, bodyIdx: int = 0) -> BodyType:
+  def getBodyType(self, bodyIdx=None) -> BodyType:
+    """DYNAMIC, except body 0 of a fixed-base system (STATIC), as in RaiSim."""
+    if bodyIdx is None:
+      return BodyType.DYNAMIC
+    body = self._body(bodyIdx)
+    if body == 0 and self._entry.description.fixed_base:
+      return BodyType.STATIC
     return BodyType.DYNAMIC
 
   def getContacts(self):
     """Contacts with articulated systems are not simulated yet: always empty."""
     return []
+
+  # ---- core access ---------------------------------------------------------------------------
+  def _state(self):
+    return self._world._articulated_state(self)
+
+  def _model(self):
+    return self._world._articulated_model(self)
+
+  def _kin(self):
+    """(model, state, Kinematics) at the current state, cached until the state or model
+    changes (both are immutable pytrees, so identity is the cache key)."""
+    model, state = self._model(), self._state()
+    cache = self._kin_cache
+    if cache is not None and cache[0] is model and cache[1] is state:
+      return cache[2]
+    kin = _forward_kinematics(model, state.generalized_coordinate, state.generalized_velocity)
+    self._kin_cache = (model, state, kin)
+    return kin
+
+  def _gravity(self, gravity):
+    if gravity is None:
+      return np.asarray(self._world._current_model().gravity, np.float64)
+    return validation.vector(gravity, 3, "gravity")
+
+  # ---- index validation --------------------------------------------------------------------
+  def _body(self, bodyIdx, name="bodyIdx") -> int:
+    nb = self._entry.description.num_bodies
+    if isinstance(bodyIdx, (bool, np.bool_)) or not isinstance(bodyIdx, (int, np.integer)):
+      raise ValueError(f"argument '{name}' must be a body index (int), got {bodyIdx!r}")
+    if not 0 <= int(bodyIdx) < nb:
+      raise ValueError(f"argument '{name}' = {bodyIdx} is out of range: the system has "
+                       f"{nb} bodies")
+    return int(bodyIdx)
+
+  def _frame(self, frame, name="frameId"):
+    """A frame index from an index or a name (KeyError for an unknown name), or a
+    CoordinateFrame passed through."""
+    if isinstance(frame, CoordinateFrame):
+      return frame
+    if isinstance(frame, str):
+      return self.getFrameIdxByName(frame)
+    nf = len(self._entry.description.frames)
+    if isinstance(frame, (bool, np.bool_)) or not isinstance(frame, (int, np.integer)):
+      raise ValueError(f"argument '{name}' must be a frame index or name, got {frame!r}")
+    if not 0 <= int(frame) < nf:
+      raise ValueError(f"argument '{name}' = {frame} is out of range: the system has "
+                       f"{nf} frames")
+    return int(frame)
+
+  def _frame_offset(self, frame):
+    """(body, pos_B (3,), rot_B (3, 3)) of a frame index or CoordinateFrame."""
+    if isinstance(frame, CoordinateFrame):
+      return (self._body(frame.parentId, "frame.parentId"),
+              validation.vector(frame.position, 3, "frame.position"),
+              validation.matrix3(frame.orientation, "frame.orientation"))
+    f = self._entry.description.frames[frame]
+    model = self._model()
+    return int(f.body), _np(model.frame_pos[frame]), _np(model.frame_rot[frame])
 
   # ---- dimensions --------------------------------------------------------------------------
   def getDOF(self) -> int:
@@ -42,10 +180,11 @@ class ArticulatedSystem(Object):
   def getGeneralizedCoordinateDim(self) -> int:
     return self._entry.description.gc_dim
 
-  # ---- state -------------------------------------------------------------------------------
-  def _state(self):
-    return self._world._articulated_state(self)
+  def getNumberOfJoints(self) -> int:
+    """Number of joints (= number of bodies, the root joint included)."""
+    return self._entry.description.num_bodies
 
+  # ---- state -------------------------------------------------------------------------------
   def getGeneralizedCoordinate(self):
     return _np(self._state().generalized_coordinate)
 
@@ -53,6 +192,7 @@ class ArticulatedSystem(Object):
     return _np(self._state().generalized_velocity)
 
   def getGeneralizedAcceleration(self):
+    """du/dt of the last step (zeros before the first step)."""
     return _np(self._state().generalized_acceleration)
 
   def setGeneralizedCoordinate(self, jointState):
@@ -70,10 +210,700 @@ class ArticulatedSystem(Object):
   def getFeedForwardGeneralizedForce(self):
     return _np(self._state().feedforward_force)
 
+  def getGeneralizedForce(self):
+    """The user-set generalized force (no PD controller: equals the feedforward force)."""
+    return self.getFeedForwardGeneralizedForce()
+
   def getState(self):
     """(generalized coordinate, generalized velocity)."""
     return self.getGeneralizedCoordinate(), self.getGeneralizedVelocity()
 
   def setState(self, genco, genvel):
-    self.setGeneralizedCoordinate(genco)
-    self.setGeneralizedVelocity(genvel)
+    gc = validation.vector(genco, self.getGeneralizedCoordinateDim(), "genco")
+    gv = validation.vector(genvel, self.getDOF(), "genvel")
+    self._world._write_articulated_state(self, generalized_coordinate=gc,
+                                         generalized_velocity=gv)
+
+  def updateKinematics(self):
+    """No-op: kinematics are evaluated on demand from the current state."""
+
+  # ---- base ----------------------------------------------------------------------------------
+  def _floating(self) -> bool:
+    return self._entry.description.bodies[0].joint_type == JOINT_FLOATING
+
+  def _require_floating(self, method):
+    if not self._floating():
+      raise ValueError(f"{method} needs a floating-base system; "
+                       f"'{self._entry.description.name}' has a fixed base")
+
+  def getBasePosition(self):
+    """Position (3,) of body 0 (the floating base or the body fixed to the world)."""
+    return _np(self._kin().body_pos[0])
+
+  def getBaseOrientation(self):
+    """Rotation matrix (3, 3) of body 0."""
+    return _np(self._kin().body_rot[0])
+
+  def getBaseQuaternion(self):
+    """Quaternion (w, x, y, z) of body 0 (the getBaseOrientation(Vec<4>&) overload)."""
+    if self._floating():
+      q = self.getGeneralizedCoordinate()[3:7]
+      return q / np.linalg.norm(q)
+    return _np(quat_math.from_matrix(jnp.asarray(self.getBaseOrientation())))
+
+  def setBasePos(self, pos):
+    """Floating base: writes the base position of the generalized coordinate. Fixed base:
+    moves the placement of the body fixed to the world (RaiSim's jointPos_P[0])."""
+    pos = validation.vector(pos, 3, "pos")
+    if self._floating():
+      gc = self.getGeneralizedCoordinate()
+      gc[:3] = pos
+      self._world._write_articulated_state(self, generalized_coordinate=gc)
+    else:
+      self._entry.description.bodies[0].joint_pos = pos.copy()
+      model = self._model()
+      self._world._write_articulated_model(
+          self, model.replace(joint_pos=model.joint_pos.at[0].set(pos)))
+
+  setBasePos_e = setBasePos
+
+  def setBaseOrientation(self, orientation):
+    """Rotation matrix (3, 3) or quaternion (w, x, y, z). Fixed base: re-orients the body
+    fixed to the world (RaiSim's jointOrientation_P[0])."""
+    arr = np.asarray(orientation, dtype=np.float64)
+    if arr.shape == (3, 3):
+      rot = validation.rotation_matrix(arr, "rot")
+      quat = _np(quat_math.from_matrix(jnp.asarray(rot)))
+    else:
+      quat = validation.unit_quaternion(arr, "quat")
+      rot = _np(quat_math.to_matrix(jnp.asarray(quat)))
+    if self._floating():
+      gc = self.getGeneralizedCoordinate()
+      gc[3:7] = quat
+      self._world._write_articulated_state(self, generalized_coordinate=gc)
+    else:
+      self._entry.description.bodies[0].joint_rot = rot.copy()
+      model = self._model()
+      self._world._write_articulated_model(
+          self, model.replace(joint_rot=model.joint_rot.at[0].set(rot)))
+
+  setBaseOrientation_e = setBaseOrientation
+
+  def setBaseVelocity(self, vel):
+    """Linear velocity of the floating base (world frame); ValueError for a fixed base."""
+    self._require_floating("setBaseVelocity")
+    vel = validation.vector(vel, 3, "vel")
+    gv = self.getGeneralizedVelocity()
+    gv[:3] = vel
+    self._world._write_articulated_state(self, generalized_velocity=gv)
+
+  def setBaseAngularVelocity(self, vel):
+    """Angular velocity of the floating base (world frame); ValueError for a fixed base."""
+    self._require_floating("setBaseAngularVelocity")
+    vel = validation.vector(vel, 3, "vel")
+    gv = self.getGeneralizedVelocity()
+    gv[3:6] = vel
+    self._world._write_articulated_state(self, generalized_velocity=gv)
+
+  # ---- dynamics ------------------------------------------------------------------------------
+  def getMassMatrix(self):
+    """M(q) (nv, nv) by CRBA, rotor inertia on the diagonal (RaiSim convention)."""
+    return _np(_mass_matrix(self._model(), self._kin()))
+
+  def getNonlinearities(self, gravity=None):
+    """h(q, u) (nv,): Coriolis, centrifugal and gravity terms (gravity default: the world's)."""
+    state = self._state()
+    return _np(_nonlinearities(self._model(), state.generalized_coordinate,
+                               state.generalized_velocity, jnp.asarray(self._gravity(gravity))))
+
+  def getInverseMassMatrix(self):
+    """RaiSim's *damped* inverse mass matrix (M + diag(dt d + dt^2 k))^-1 with the joint
+    damping d and stiffness k of the implicit integration (dt: the world's time step)."""
+    model = self._model()
+    dt = self._world._current_model().time_step
+    armature = model.rotor_inertia + dt * model.damping + dt * dt * model.stiffness
+    return _np(_inverse_mass_matrix(model, self._state().generalized_coordinate, armature))
+
+  def _implicit_armature_diagonal(self):
+    """dt d + dt^2 k (nv,): what the implicit damping / springs add to diag(M)."""
+    model = self._model()
+    dt = float(self._world._current_model().time_step)
+    return _np(dt * model.damping + dt * dt * model.stiffness)
+
+  def computeSparseInverse(self, M):
+    """(M + diag(dt d + dt^2 k))^-1 of a given mass matrix (nv, nv), as RaiSim's damped
+    inverse (dense solve; RaiSim exploits the tree sparsity)."""
+    nv = self.getDOF()
+    m = np.asarray(M, dtype=np.float64)
+    if m.shape != (nv, nv) or not np.all(np.isfinite(m)):
+      raise ValueError(f"argument 'M' must be a finite ({nv}, {nv}) matrix, got shape {m.shape}")
+    return np.linalg.inv(m + np.diag(self._implicit_armature_diagonal()))
+
+  def massMatrixVecMul(self, vec1):
+    """M vec1 (nv,) at the current configuration."""
+    vec = validation.vector(vec1, self.getDOF(), "vec1")
+    return self.getMassMatrix() @ vec
+
+  def getGeneralizedMomentum(self):
+    """M u (nv,)."""
+    return self.getMassMatrix() @ self.getGeneralizedVelocity()
+
+  # ---- mass properties -------------------------------------------------------------------------
+  def getCompositeCOM(self):
+    """(B, 3) COM of the subtree of each body (world); row 0 is the whole system's COM."""
+    return _np(kin_lib.composite_mass_com(self._model(), self._kin())[1])
+
+  def getCompositeMass(self):
+    """(B,) mass of the subtree of each body."""
+    return _np(kin_lib.composite_mass_com(self._model(), self._kin())[0])
+
+  def getCompositeInertia(self):
+    """(B, 3, 3) rotational inertia of each body's subtree about the subtree's COM, world
+    frame (from the core's composite spatial inertia about the world origin)."""
+    model, kin = self._model(), self._kin()
+    ic = _np(kin_lib.composite_inertia(model, kin))              # (B, 6, 6)
+    mass, com = (_np(x) for x in kin_lib.composite_mass_com(model, kin))
+    # angular block about the origin = I_com + m ([c]x^T [c]x) = I_com + m (|c|^2 1 - c c^T)
+    shift = mass[:, None, None] * (np.einsum("bi,bi->b", com, com)[:, None, None] * np.eye(3)
+                                   - np.einsum("bi,bj->bij", com, com))
+    return ic[:, 3:, 3:] - shift
+
+  def getCOM(self):
+    """COM (3,) of the whole system, world frame."""
+    return _np(kin_lib.center_of_mass(self._model(), self._kin()))
+
+  def getTotalMass(self) -> float:
+    return float(np.sum(_np(self._model().mass)))
+
+  def getMass(self, bodyIdx=None):
+    """getMass() -> (B,) body masses; getMass(bodyIdx) -> float."""
+    mass = _np(self._model().mass)
+    if bodyIdx is None:
+      return mass
+    return float(mass[self._body(bodyIdx)])
+
+  def _write_model(self, **leaves):
+    model = self._model()
+    self._world._write_articulated_model(self, model.replace(**{
+        k: jnp.asarray(v, model.dtype) for k, v in leaves.items()}))
+
+  def setMass(self, bodyIdx, value):
+    """Mass of one body; takes effect at once (the next step uses it; updateMassInfo is not
+    needed but harmless). The description is kept in sync for structural recompiles."""
+    body = self._body(bodyIdx)
+    value = validation.positive(value, "value")
+    mass = self.getMass()
+    mass[body] = value
+    self._entry.description.bodies[body].mass = value
+    self._write_model(mass=mass)
+
+  def updateMassInfo(self):
+    """No-op: composite masses / COMs are computed on demand."""
+
+  def getInertia(self):
+    """(B, 3, 3) inertia of each body about its COM, body frame."""
+    return _np(self._model().inertia)
+
+  def setInertia(self, bodyIdx, inertia):
+    """Inertia (3, 3) about the COM, body frame, of one body (RaiSim edits getInertia()[i]
+    in place; a NumPy copy cannot, hence this setter)."""
+    body = self._body(bodyIdx)
+    inertia = validation.inertia(inertia, "inertia")
+    values = self.getInertia()
+    values[body] = inertia
+    self._entry.description.bodies[body].inertia = inertia.copy()
+    self._write_model(inertia=values)
+
+  def getBodyCOM_B(self):
+    """(B, 3) COM of each body in its body frame."""
+    return _np(self._model().com)
+
+  def setBodyCOM_B(self, bodyIdx, com):
+    """COM (3,) of one body in its body frame (in-place edit of getBodyCOM_B() in RaiSim)."""
+    body = self._body(bodyIdx)
+    com = validation.vector(com, 3, "com")
+    values = self.getBodyCOM_B()
+    values[body] = com
+    self._entry.description.bodies[body].com = com.copy()
+    self._write_model(com=values)
+
+  def getBodyCOM_W(self):
+    """(B, 3) COM of each body, world frame."""
+    return _np(self._kin().com_pos)
+
+  # ---- energy and momentum ---------------------------------------------------------------------
+  def getKineticEnergy(self) -> float:
+    """1/2 u^T M u (rotor inertia included)."""
+    return float(energy.kinetic_energy(self._model(), self._kin(),
+                                       self._state().generalized_velocity))
+
+  def getPotentialEnergy(self, gravity=None) -> float:
+    """-sum m_i g . c_i (zero at the world origin); gravity default: the world's."""
+    return float(energy.potential_energy(self._model(), self._kin(),
+                                         jnp.asarray(self._gravity(gravity))))
+
+  def getEnergy(self, gravity=None) -> float:
+    return self.getKineticEnergy() + self.getPotentialEnergy(gravity)
+
+  def getLinearMomentum(self):
+    return _np(energy.linear_momentum(self._model(), self._kin()))
+
+  def getAngularMomentum(self, referencePoint):
+    """Angular momentum (3,) about a world point."""
+    ref = validation.vector(referencePoint, 3, "referencePoint")
+    return _np(energy.angular_momentum(self._model(), self._kin(), jnp.asarray(ref)))
+
+  # ---- names and indices -----------------------------------------------------------------------
+  def getBodyNames(self):
+    return list(self._entry.description.body_names)
+
+  def getMovableJointNames(self):
+    """Joint names in the joint (body) order, the root joint included."""
+    return list(self._entry.description.movable_joint_names)
+
+  def getFrameNames(self):
+    return list(self._entry.description.frame_names)
+
+  def printOutBodyNamesInOrder(self):
+    print("\n".join(self.getBodyNames()))
+
+  def printOutMovableJointNamesInOrder(self):
+    print("\n".join(self.getMovableJointNames()))
+
+  def printOutFrameNamesInOrder(self):
+    print("\n".join(self.getFrameNames()))
+
+  def getBodyIdx(self, nm: str) -> int:
+    """Index of the body named `nm` (the link owning the body frame); KeyError if absent."""
+    names = self._entry.description.body_names
+    if nm not in names:
+      raise KeyError(f"argument 'nm': no body named '{nm}' (bodies: {names})")
+    return names.index(nm)
+
+  def getGeneralizedVelocityIndex(self, name: str) -> int:
+    """First generalized velocity index of the joint named `name`; KeyError if absent."""
+    names = self._entry.description.movable_joint_names
+    if name not in names:
+      raise KeyError(f"argument 'name': no joint named '{name}' (joints: {names})")
+    return int(self._model().gv_offset[names.index(name)])
+
+  def getMappingFromBodyIndexToGeneralizedVelocityIndex(self):
+    """First gv index of each body's joint (a fixed root maps to 0, where the next starts)."""
+    return [int(x) for x in self._model().gv_offset]
+
+  def getMappingFromBodyIndexToGeneralizedCoordinateIndex(self):
+    """First gc index of each body's joint (a fixed root maps to 0, where the next starts)."""
+    return [int(x) for x in self._model().gc_offset]
+
+  def getParentVector(self):
+    """parent[i]: parent body of body i (-1 for the root)."""
+    return [int(p) for p in self._model().parent]
+
+  # ---- frames ---------------------------------------------------------------------------------
+  def getFrameIdxByName(self, nm: str) -> int:
+    names = self._entry.description.frame_names
+    if nm not in names:
+      raise KeyError(f"argument 'nm': no frame named '{nm}' (frames: {names})")
+    return names.index(nm)
+
+  def getFrameIdxByLinkName(self, name: str) -> int:
+    """Index of the frame of the joint whose child link is `name`; KeyError if absent."""
+    for index, f in enumerate(self._entry.description.frames):
+      if f.child_link == name:
+        return index
+    raise KeyError(f"argument 'name': no frame has the child link '{name}'")
+
+  def getFrameByIdx(self, idx) -> CoordinateFrame:
+    index = self._frame(idx, "idx")
+    f = self._entry.description.frames[index]
+    model = self._model()
+    return CoordinateFrame(
+        name=f.name, parentId=int(f.body),
+        parentName=self._entry.description.bodies[f.body].name,
+        position=_np(model.frame_pos[index]), orientation=_np(model.frame_rot[index]),
+        jointType=JointType(f.joint_type), childLink=f.child_link, parentLink=f.parent_link)
+
+  def getFrameByName(self, nm: str) -> CoordinateFrame:
+    return self.getFrameByIdx(self.getFrameIdxByName(nm))
+
+  def getFrameByLinkName(self, name: str) -> CoordinateFrame:
+    return self.getFrameByIdx(self.getFrameIdxByLinkName(name))
+
+  def getFrames(self):
+    return [self.getFrameByIdx(i) for i in range(len(self._entry.description.frames))]
+
+  def getFramePosition(self, frameId):
+    """World position (3,) of a frame (index, name or CoordinateFrame)."""
+    return self.getPositionInFrame(frameId, np.zeros(3))
+
+  def getPositionInFrame(self, frameId, localPos):
+    """World position (3,) of a point given in the frame's coordinates."""
+    frame = self._frame(frameId)
+    local = validation.vector(localPos, 3, "localPos")
+    body, pos_b, rot_b = self._frame_offset(frame)
+    kin = self._kin()
+    rot = _np(kin.body_rot[body])
+    return _np(kin.body_pos[body]) + rot @ (pos_b + rot_b @ local)
+
+  def getFrameOrientation(self, frameId):
+    """Rotation matrix (3, 3) frame -> world."""
+    body, _, rot_b = self._frame_offset(self._frame(frameId))
+    return _np(self._kin().body_rot[body]) @ rot_b
+
+  def getFrameVelocity(self, frameId):
+    """Linear velocity (3,) of the frame origin, world frame."""
+    frame = self._frame(frameId)
+    body = self._frame_offset(frame)[0]
+    return self._point_velocity(body, self.getFramePosition(frame))
+
+  def getFrameAngularVelocity(self, frameId):
+    body = self._frame_offset(self._frame(frameId))[0]
+    return _np(self._kin().body_ang_vel[body])
+
+  def getFrameAcceleration(self, frameId):
+    """d/dt of the frame origin's world velocity: J du/dt + Jdot u at the current state, with
+    du/dt the last step's generalized acceleration (getGeneralizedAcceleration). Valid with
+    or without setComputeInverseDynamics(True)."""
+    frame = self._frame(frameId)
+    body = self._frame_offset(frame)[0]
+    point = self.getFramePosition(frame)
+    u, du = self.getGeneralizedVelocity(), self.getGeneralizedAcceleration()
+    return (self._point_jacobian(body, point) @ du
+            + self._point_jacobian_dot(body, point) @ u)
+
+  # ---- body kinematics ----------------------------------------------------------------------
+  def getPosition(self, bodyIdx, point_B=None):
+    """getPosition(bodyIdx) -> body (joint) position; getPosition(bodyIdx, point_B) ->
+    world position of a point given in the body frame."""
+    body = self._body(bodyIdx)
+    kin = self._kin()
+    if point_B is None:
+      return _np(kin.body_pos[body])
+    point = validation.vector(point_B, 3, "point_B")
+    return _np(kin.body_pos[body]) + _np(kin.body_rot[body]) @ point
+
+  getBodyPosition = getPosition
+
+  def getOrientation(self, bodyIdx):
+    """Rotation matrix (3, 3) body -> world."""
+    return _np(self._kin().body_rot[self._body(bodyIdx)])
+
+  getBodyOrientation = getOrientation
+
+  def getBodyPose(self, bodyIdx):
+    """(orientation (3, 3), position (3,)) of the body: its parent joint after the joint
+    transformation (the C++ out-parameter order)."""
+    return self.getOrientation(bodyIdx), self.getPosition(bodyIdx)
+
+  def getPositionInBodyCoordinate(self, bodyIdx, pos_W):
+    """A world point expressed in the body frame."""
+    body = self._body(bodyIdx)
+    pos = validation.vector(pos_W, 3, "pos_W")
+    kin = self._kin()
+    return _np(kin.body_rot[body]).T @ (pos - _np(kin.body_pos[body]))
+
+  def _point_velocity(self, body, point_w):
+    v = _np(self._kin().body_velocity[body])
+    return v[:3] + np.cross(v[3:], point_w)
+
+  def getVelocity(self, bodyIdx, posInBodyFrame=None):
+    """getVelocity(bodyIdx) -> velocity of the body origin; getVelocity(bodyIdx, pos_B) ->
+    velocity of a body point given in the body frame; getVelocity(jacobian (3, nv)) ->
+    jacobian @ u. World frame."""
+    if np.ndim(bodyIdx) == 2:
+      jaco = np.asarray(bodyIdx, np.float64)
+      if jaco.shape != (3, self.getDOF()):
+        raise ValueError(f"argument 'jaco' must be (3, {self.getDOF()}), got {jaco.shape}")
+      return jaco @ self.getGeneralizedVelocity()
+    body = self._body(bodyIdx)
+    if posInBodyFrame is None:
+      return _np(self._kin().body_lin_vel[body])
+    return self._point_velocity(body, self.getPosition(body, posInBodyFrame))
+
+  def getAngularVelocity(self, bodyIdx):
+    return _np(self._kin().body_ang_vel[self._body(bodyIdx)])
+
+  # ---- Jacobians -----------------------------------------------------------------------------
+  def _point_world(self, body, args, method):
+    """Point in world coordinates from (point_W) or (frame, point)."""
+    if len(args) == 1:
+      return validation.vector(args[0], 3, "point_W")
+    if len(args) == 2:
+      frame, point = args
+      point = validation.vector(point, 3, "point")
+      if frame == Frame.WORLD_FRAME:
+        return point
+      if frame == Frame.BODY_FRAME:
+        return self.getPosition(body, point)
+      raise ValueError(f"{method}: argument 'frame' must be Frame.WORLD_FRAME or "
+                       f"Frame.BODY_FRAME, got {frame!r}")
+    raise TypeError(f"{method} takes (bodyIdx, point_W) or (bodyIdx, frame, point)")
+
+  def _point_jacobian(self, body, point_w):
+    return _np(jacobian.point_jacobian(self._model(), self._kin(), body, jnp.asarray(point_w)))
+
+  def _point_jacobian_dot(self, body, point_w):
+    return _np(jacobian.point_jacobian_dot(self._model(), self._kin(), body,
+                                           jnp.asarray(point_w)))
+
+  def getDenseJacobian(self, bodyIdx, *args):
+    """Positional Jacobian (3, nv) of a point fixed on the body, given in world coordinates
+    (or (bodyIdx, frame, point) with Frame.WORLD_FRAME / BODY_FRAME): v = J u."""
+    body = self._body(bodyIdx)
+    return self._point_jacobian(body, self._point_world(body, args, "getDenseJacobian"))
+
+  getSparseJacobian = getDenseJacobian
+
+  def getDenseRotationalJacobian(self, bodyIdx):
+    """Rotational Jacobian (3, nv): angular velocity = J u (world frame)."""
+    return _np(jacobian.rotational_jacobian(self._model(), self._kin(), self._body(bodyIdx)))
+
+  getSparseRotationalJacobian = getDenseRotationalJacobian
+
+  def getDenseFrameJacobian(self, frameIdx):
+    """Positional Jacobian (3, nv) of a frame origin (index, name or CoordinateFrame)."""
+    frame = self._frame(frameIdx, "frameIdx")
+    return self._point_jacobian(self._frame_offset(frame)[0], self.getFramePosition(frame))
+
+  def getDenseFrameRotationalJacobian(self, frameIdx):
+    frame = self._frame(frameIdx, "frameIdx")
+    return self.getDenseRotationalJacobian(self._frame_offset(frame)[0])
+
+  def getTimeDerivativeOfSparseJacobian(self, bodyIdx, *args):
+    """dJ/dt (3, nv) of the positional Jacobian of a point fixed on the body ((bodyIdx,
+    point_W) or (bodyIdx, frame, point)): a = dJ u + J du/dt. Dense."""
+    body = self._body(bodyIdx)
+    return self._point_jacobian_dot(
+        body, self._point_world(body, args, "getTimeDerivativeOfSparseJacobian"))
+
+  def getTimeDerivativeOfSparseRotationalJacobian(self, bodyIdx):
+    """dJ_rot/dt (3, nv): angular acceleration = dJ u + J du/dt. Dense."""
+    return _np(jacobian.rotational_jacobian_dot(self._model(), self._kin(),
+                                                self._body(bodyIdx)))
+
+  @staticmethod
+  def convertSparseJacobianToDense(sparseJaco):
+    """Identity: "sparse" Jacobians are already dense arrays here."""
+    return np.array(sparseJaco, dtype=np.float64)
+
+  # ---- joints ---------------------------------------------------------------------------------
+  def getJointPos_P(self):
+    """(B, 3) joint position in its parent body frame (world for body 0)."""
+    return _np(self._model().joint_pos)
+
+  def getJointOrientation_P(self):
+    """(B, 3, 3) joint frame orientation in its parent body frame."""
+    return _np(self._model().joint_rot)
+
+  def getJointAxis_P(self):
+    """(B, 3) joint axis expressed in the parent body frame (joint_rot @ axis)."""
+    model = self._model()
+    return np.einsum("bij,bj->bi", _np(model.joint_rot), _np(model.joint_axis))
+
+  def getJointAxis(self, idx):
+    """Joint axis (3,) of joint `idx` in the world frame."""
+    body = self._body(idx, "idx")
+    return _np(self._kin().joint_frame_rot[body]) @ _np(self._model().joint_axis[body])
+
+  def getJointType(self, jointIndex) -> JointType:
+    return JointType(self._entry.description.bodies[self._body(jointIndex, "jointIndex")]
+                     .joint_type)
+
+  def _per_dof_write(self, values, name, leaf, attr, check=validation.non_negative):
+    """Writes a per-dof model leaf and the per-body description attribute. A body's dofs
+    share one description value, so a multi-dof joint must get equal values."""
+    values = validation.vector(values, self.getDOF(), name)
+    for v in values:
+      check(v, name)
+    model = self._model()
+    description = self._entry.description
+    for body in range(description.num_bodies):
+      o, n = model.gv_offset[body], model.gv_dim[body]
+      if n == 0:
+        continue
+      chunk = values[o:o + n]
+      if np.any(chunk != chunk[0]):
+        raise ValueError(f"argument '{name}': the {n} dofs of joint "
+                         f"'{description.bodies[body].joint_name}' must share one value, "
+                         f"got {chunk}")
+    for body in range(description.num_bodies):
+      if model.gv_dim[body]:
+        setattr(description.bodies[body], attr, float(values[model.gv_offset[body]]))
+    self._write_model(**{leaf: values})
+
+  def setJointDamping(self, dampingCoefficient):
+    """Viscous damping (nv,) per dof, applied implicitly by the integrator."""
+    self._per_dof_write(dampingCoefficient, "dampingCoefficient", "damping", "damping")
+
+  def getJointDamping(self):
+    return _np(self._model().damping)
+
+  def getRotorInertia(self):
+    return _np(self._model().rotor_inertia)
+
+  def setRotorInertia(self, rotorInertia):
+    """Reflected rotor inertia (nv,), added to diag(M)."""
+    self._per_dof_write(rotorInertia, "rotorInertia", "rotor_inertia", "rotor_inertia")
+
+  def getJointLimits(self):
+    """(nv, 2) [lower, upper] per dof: the position limits of revolute / prismatic joints;
+    (-inf, inf) for the dofs of floating and spherical joints (not modelled by the core)."""
+    model = self._model()
+    lower, upper = _np(model.joint_lower), _np(model.joint_upper)
+    out = np.tile([-np.inf, np.inf], (self.getDOF(), 1))
+    for body, jt in enumerate(model.joint_type):
+      if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+        out[model.gv_offset[body]] = lower[model.gc_offset[body]], upper[model.gc_offset[body]]
+    return out
+
+  def setJointLimits(self, jointLimits):
+    """(nv, 2) [lower, upper] per dof. Only revolute / prismatic dofs take finite limits
+    (spherical cone limits are not modelled by the core). Stored, not enforced: the
+    integrator has no joint-limit constraints yet."""
+    limits = np.asarray(jointLimits, dtype=np.float64)
+    nv = self.getDOF()
+    if limits.shape != (nv, 2):
+      raise ValueError(f"argument 'jointLimits' must be ({nv}, 2), got shape {limits.shape}")
+    if np.any(np.isnan(limits)) or np.any(limits[:, 0] > limits[:, 1]):
+      raise ValueError("argument 'jointLimits': each row must be [lower, upper], lower <= upper")
+    model = self._model()
+    lower, upper = _np(model.joint_lower), _np(model.joint_upper)
+    description = self._entry.description
+    for body, jt in enumerate(model.joint_type):
+      rows = limits[model.gv_offset[body]:model.gv_offset[body] + model.gv_dim[body]]
+      if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+        lower[model.gc_offset[body]], upper[model.gc_offset[body]] = rows[0]
+        description.bodies[body].lower, description.bodies[body].upper = map(float, rows[0])
+      elif np.any(np.isfinite(rows)):
+        raise ValueError(f"argument 'jointLimits': joint '{description.bodies[body].joint_name}'"
+                         f" ({JointType(jt).name}) takes no finite limits")
+    self._write_model(joint_lower=lower, joint_upper=upper)
+
+  def getJointVelocityLimits(self):
+    return _np(self._model().velocity_limit)
+
+  def setJointVelocityLimits(self, velLimits):
+    """(nv,) velocity limit per dof (stored, not enforced by the integrator)."""
+    self._per_dof_write(velLimits, "velLimits", "velocity_limit", "velocity_limit",
+                        check=validation.positive)
+
+  def getActuationUpperLimits(self):
+    return _np(self._model().effort_limit)
+
+  def getActuationLowerLimits(self):
+    if self._actuation_lower is not None:
+      return self._actuation_lower.copy()
+    return -self.getActuationUpperLimits()
+
+  def setActuationLimits(self, upper, lower):
+    """Generalized force limits (nv,) (stored; used by nothing until a PD controller exists).
+    The core holds the upper limit (effort_limit); the lower one lives in this view."""
+    upper = validation.vector(upper, self.getDOF(), "upper")
+    lower = validation.vector(lower, self.getDOF(), "lower")
+    if np.any(lower > upper):
+      raise ValueError("argument 'lower' must not exceed 'upper'")
+    self._per_dof_write(upper, "upper", "effort_limit", "effort_limit",
+                        check=lambda v, n: float(v))
+    self._actuation_lower = lower.copy()
+
+  # ---- external loads -----------------------------------------------------------------------
+  def _add_wrench(self, body, force, torque_about_origin):
+    wrench = _np(self._state().external_wrench)
+    wrench[body, :3] += force
+    wrench[body, 3:] += torque_about_origin
+    self._world._write_articulated_state(self, external_wrench=wrench)
+
+  def setExternalForce(self, *args):
+    """World-frame force for the next step only (accumulates until then):
+      setExternalForce(bodyIdx, force): at the body's COM;
+      setExternalForce(bodyIdx, pos_B, force): at a point given in the BODY frame (spec);
+      setExternalForce(frame_name, force): at the origin of a frame;
+      setExternalForce(bodyIdx, frameOfForce, force, frameOfPos, pos): Frame.WORLD_FRAME or
+        Frame.BODY_FRAME for each."""
+    if len(args) == 2 and isinstance(args[0], str):
+      frame = self.getFrameIdxByName(args[0])
+      force = validation.vector(args[1], 3, "force")
+      body = self._frame_offset(frame)[0]
+      point = self.getFramePosition(frame)
+    elif len(args) == 2:
+      body = self._body(args[0])
+      force = validation.vector(args[1], 3, "force")
+      point = _np(self._kin().com_pos[body])
+    elif len(args) == 3:
+      body = self._body(args[0])
+      point = self.getPosition(body, validation.vector(args[1], 3, "pos"))
+      force = validation.vector(args[2], 3, "force")
+    elif len(args) == 5:
+      body = self._body(args[0])
+      frame_of_force, force, frame_of_pos, pos = args[1:]
+      force = validation.vector(force, 3, "force")
+      pos = validation.vector(pos, 3, "pos")
+      rot = self.getOrientation(body)
+      for name, frame in (("frameOfForce", frame_of_force), ("frameOfPos", frame_of_pos)):
+        if frame not in (Frame.WORLD_FRAME, Frame.BODY_FRAME):
+          raise ValueError(f"argument '{name}' must be Frame.WORLD_FRAME or Frame.BODY_FRAME, "
+                           f"got {frame!r}")
+      if frame_of_force == Frame.BODY_FRAME:
+        force = rot @ force
+      point = self.getPosition(body, pos) if frame_of_pos == Frame.BODY_FRAME else pos
+    else:
+      raise TypeError("setExternalForce takes (bodyIdx, force), (bodyIdx, pos_B, force), "
+                      "(frame_name, force) or (bodyIdx, frameOfForce, force, frameOfPos, pos)")
+    origin = _np(self._kin().body_pos[body])
+    self._add_wrench(body, force, np.cross(point - origin, force))
+
+  def setExternalTorque(self, bodyIdx, torque_in_world_frame):
+    body = self._body(bodyIdx)
+    torque = validation.vector(torque_in_world_frame, 3, "torque_in_world_frame")
+    self._add_wrench(body, np.zeros(3), torque)
+
+  def setExternalTorqueInBodyFrame(self, bodyIdx, torque_in_body_frame):
+    body = self._body(bodyIdx)
+    torque = validation.vector(torque_in_body_frame, 3, "torque_in_body_frame")
+    self._add_wrench(body, np.zeros(3), self.getOrientation(body) @ torque)
+
+  def clearExternalForcesAndTorques(self):
+    nb = self._entry.description.num_bodies
+    self._world._write_articulated_state(self, external_wrench=np.zeros((nb, 6)))
+
+  def getExternalWrench(self):
+    """(B, 6) pending [force; torque about the body origin], world frame (raisim_jax only)."""
+    return _np(self._state().external_wrench)
+
+  # ---- inverse dynamics ------------------------------------------------------------------------
+  def setComputeInverseDynamics(self, flag: bool):
+    """Kept for API compatibility: joint wrenches are computed on demand either way."""
+    self._compute_inverse_dynamics = bool(flag)
+
+  def getComputeInverseDynamics(self) -> bool:
+    return self._compute_inverse_dynamics
+
+  def _joint_wrenches(self):
+    state = self._state()
+    return _joint_wrenches(self._model(), state.generalized_coordinate,
+                           state.generalized_velocity, state.generalized_acceleration,
+                           self._world._current_model().gravity)
+
+  def getForceAtJointInWorldFrame(self, jointId):
+    """Force (3,) the joint transmits from the parent to the child subtree, world frame: RNEA
+    at the current state with the last step's generalized acceleration (no external loads:
+    those of the last step have been cleared)."""
+    return _np(self._joint_wrenches()[0][self._body(jointId, "jointId")])
+
+  def getTorqueAtJointInWorldFrame(self, jointId):
+    """Torque (3,) about the joint position, same convention as getForceAtJointInWorldFrame."""
+    return _np(self._joint_wrenches()[1][self._body(jointId, "jointId")])
+
+  # ---- resources -----------------------------------------------------------------------------
+  def getResourceDir(self) -> str:
+    return self._entry.res_path
+
+  def getRobotDescriptionFullPath(self) -> str:
+    """Path of the URDF file ('' for a URDF string or a Child tree)."""
+    return self._entry.source
+
+  def getRobotDescriptionfFileName(self) -> str:
+    return os.path.basename(self._entry.source) if self._entry.source else ""
+
+  def getRobotDescriptionfTopDirName(self) -> str:
+    return os.path.dirname(self._entry.source) if self._entry.source else ""

@@ -1,0 +1,664 @@
+"""OO ArticulatedSystem against oracles: Pinocchio (tests/articulated/pinocchio_oracle.py),
+finite differences, closed forms (pendulum, a free rigid body) and the URDF text (lxml).
+
+Worlds are module-scoped and restored by each test that changes them; every getter has at
+least one numeric check.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pinocchio as pin
+import pybullet_data
+import pytest
+from lxml import etree
+
+from raisim_jax.articulated_system import CoordinateFrame, Frame, JointType
+from raisim_jax.dynamics.articulated_integrate import (integrate_articulated,
+                                                       integrate_configuration)
+from raisim_jax.types import BodyType, ObjectType
+from raisim_jax.world import World
+from tests.articulated import robots
+
+RSC = os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf")
+A1 = os.path.join(pybullet_data.getDataPath(), "a1/a1.urdf")
+PENDULUM = os.path.join(RSC, "pendulum.urdf")
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+FREE_BODY = """<robot name="free"><link name="box"><inertial><origin xyz="0.1 0.2 -0.05"/>
+<mass value="3.0"/><inertia ixx="0.2" ixy="0.01" ixz="0.0" iyy="0.3" iyz="0.02" izz="0.4"/>
+</inertial></link></robot>"""
+FREE_MASS, FREE_COM = 3.0, np.array([0.1, 0.2, -0.05])
+FREE_INERTIA = np.array([[0.2, 0.01, 0.0], [0.01, 0.3, 0.02], [0.0, 0.02, 0.4]])
+
+_integrate = jax.jit(integrate_articulated)
+
+
+def _rot(axis, angle):
+  axis = np.asarray(axis, float) / np.linalg.norm(axis)
+  k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+  return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def _quat(r):
+  return np.array(pin.Quaternion(r).coeffs())[[3, 0, 1, 2]]
+
+
+# ---- fixtures ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def a1():
+  """(world, system, oracle, q, u): a1 at a random state, Pinocchio oracle."""
+  world = World()
+  world.setTimeStep(1e-3)
+  system = world.addArticulatedSystem(A1)
+  _, _, oracle = robots.robot("a1")
+  q, u, _ = robots.random_state(system._entry.description, np.random.default_rng(3))
+  system.setState(q, u)
+  return world, system, oracle, q, u
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+  world = World()
+  world.setTimeStep(1e-3)
+  return world, world.addArticulatedSystem(PENDULUM)
+
+
+@pytest.fixture(scope="module")
+def free_body():
+  world = World()
+  world.setGravity([0.0, 0.0, 0.0])
+  world.setTimeStep(1e-3)
+  return world, world.addArticulatedSystem(FREE_BODY)
+
+
+def _set_a1(fixture):
+  _, system, _, q, u = fixture
+  system.setState(q, u)
+  system.setGeneralizedForce(np.zeros(system.getDOF()))
+
+
+# ---- names, indices, URDF data ----------------------------------------------------------------
+
+def test_dimensions_names_and_indices(a1):
+  _, system, _, _, _ = a1
+  tree = etree.parse(A1)
+  joints = tree.findall("joint")
+  movable = [j for j in joints if j.get("type") != "fixed"]
+  assert system.getObjectType() == ObjectType.ARTICULATED_SYSTEM
+  assert system.getDOF() == system.getGeneralizedVelocityDim() == 6 + len(movable)
+  assert system.getGeneralizedCoordinateDim() == 7 + len(movable)
+  assert system.getNumberOfJoints() == len(system.getBodyNames()) == 1 + len(movable)
+  names = system.getMovableJointNames()
+  assert names[0] == "ROOT" and sorted(names[1:]) == sorted(j.get("name") for j in movable)
+  assert sorted(system.getFrameNames()) == sorted(["ROOT"] + [j.get("name") for j in joints])
+  # body i is the child link of movable joint i; its parent body owns the joint's parent link
+  child = {j.get("name"): j.find("child").get("link") for j in joints}
+  parent_link = {j.get("name"): j.find("parent").get("link") for j in joints}
+  bodies = system.getBodyNames()
+  parents = system.getParentVector()
+  assert parents[0] == -1
+  for i, name in enumerate(names[1:], start=1):
+    assert bodies[i] == child[name]
+    assert system.getBodyIdx(bodies[i]) == i
+    owner = system.getFrameByLinkName(parent_link[name]).parentId
+    assert parents[i] == owner
+  gv_map = system.getMappingFromBodyIndexToGeneralizedVelocityIndex()
+  gc_map = system.getMappingFromBodyIndexToGeneralizedCoordinateIndex()
+  assert gv_map == [0] + list(range(6, 18)) and gc_map == [0] + list(range(7, 19))
+  assert system.getGeneralizedVelocityIndex("FR_upper_joint") == 6 + names[1:].index(
+      "FR_upper_joint")
+  assert system.getJointType(0) == JointType.FLOATING
+  for i, name in enumerate(names[1:], start=1):
+    urdf_type = next(j.get("type") for j in movable if j.get("name") == name)
+    assert system.getJointType(i) == {"revolute": JointType.REVOLUTE,
+                                      "continuous": JointType.REVOLUTE,
+                                      "prismatic": JointType.PRISMATIC}[urdf_type]
+  assert system.getBodyType() == BodyType.DYNAMIC and system.getBodyType(0) == BodyType.DYNAMIC
+  assert system.getRobotDescriptionFullPath() == A1
+  assert system.getRobotDescriptionfFileName() == "a1.urdf"
+  assert system.getRobotDescriptionfTopDirName() == os.path.dirname(A1)
+  assert system.getResourceDir() == ""
+
+
+def test_mass_properties_from_urdf(a1):
+  _, system, _, _, _ = a1
+  tree = etree.parse(A1)
+  masses = [float(l.find("inertial/mass").get("value")) for l in tree.findall("link")
+            if l.find("inertial/mass") is not None]
+  assert np.isclose(system.getTotalMass(), sum(masses), rtol=1e-12)
+  assert np.isclose(system.getMass().sum(), sum(masses), rtol=1e-12)
+  assert np.isclose(system.getCompositeMass()[0], sum(masses), rtol=1e-12)
+  # body 2 (FR_upper) has no merged link: mass, COM and inertia straight from the URDF
+  link = next(l for l in tree.findall("link") if l.get("name") == system.getBodyNames()[2])
+  inertial = link.find("inertial")
+  assert system.getMass(2) == pytest.approx(float(inertial.find("mass").get("value")))
+  com = np.array(inertial.find("origin").get("xyz").split(), float)
+  np.testing.assert_allclose(system.getBodyCOM_B()[2], com, atol=1e-12)
+  i = inertial.find("inertia").attrib
+  inertia = np.array([[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]],
+                      [i["ixz"], i["iyz"], i["izz"]]], float)
+  rpy = np.array((inertial.find("origin").get("rpy") or "0 0 0").split(), float)
+  assert np.allclose(rpy, 0)
+  np.testing.assert_allclose(system.getInertia()[2], inertia, atol=1e-12)
+
+
+def test_joint_placement_axes_and_frames_from_urdf(a1):
+  _, system, oracle, q, _ = a1
+  tree = etree.parse(A1)
+  joints = {j.get("name"): j for j in tree.findall("joint")}
+  names = system.getMovableJointNames()
+  pos_p, rot_p, axis_p = (system.getJointPos_P(), system.getJointOrientation_P(),
+                          system.getJointAxis_P())
+  oracle_q = oracle.q_to_pin(q)
+  pin.forwardKinematics(oracle.model, oracle.data, oracle_q)
+  for i, name in enumerate(names[1:], start=1):
+    j = joints[name]
+    origin = j.find("origin")
+    np.testing.assert_allclose(pos_p[i], np.array(origin.get("xyz").split(), float), atol=1e-12)
+    rpy = np.array((origin.get("rpy") or "0 0 0").split(), float)
+    np.testing.assert_allclose(rot_p[i], pin.rpy.rpyToMatrix(*rpy), atol=1e-12)
+    axis = np.array(j.find("axis").get("xyz").split(), float)
+    np.testing.assert_allclose(axis_p[i], rot_p[i] @ axis / np.linalg.norm(axis), atol=1e-12)
+    world_axis = oracle.data.oMi[oracle.model.getJointId(name)].rotation @ axis
+    np.testing.assert_allclose(system.getJointAxis(i), world_axis, atol=1e-10)
+  # fixed-joint frame: offset in its body frame = the joint origin (parent link = body frame)
+  toe = system.getFrameByName("FR_toe_fixed")
+  assert isinstance(toe, CoordinateFrame)
+  assert toe.parentId == system.getBodyIdx("FR_lower") and toe.parentName == "FR_lower"
+  origin = joints["FR_toe_fixed"].find("origin")
+  np.testing.assert_allclose(toe.position, np.array(origin.get("xyz").split(), float))
+  np.testing.assert_allclose(toe.orientation, np.eye(3))
+  index = system.getFrameIdxByName("FR_toe_fixed")
+  assert system.getFrameIdxByLinkName("FR_toe") == index
+  assert system.getFrameByLinkName("FR_toe").name == "FR_toe_fixed"
+  assert system.getFrameByIdx(index).name == "FR_toe_fixed"
+  assert [f.name for f in system.getFrames()] == system.getFrameNames()
+
+
+# ---- kinematics against Pinocchio --------------------------------------------------------------
+
+def test_state_and_base(a1):
+  _set_a1(a1)
+  _, system, _, q, u = a1
+  gc, gv = system.getState()
+  np.testing.assert_array_equal(gc, q)
+  np.testing.assert_array_equal(gv, u)
+  quat = q[3:7] / np.linalg.norm(q[3:7])
+  np.testing.assert_allclose(system.getBasePosition(), q[:3])
+  np.testing.assert_allclose(system.getBaseQuaternion(), quat)
+  np.testing.assert_allclose(system.getBaseOrientation(), robots.pinocchio_oracle
+                             .quat_wxyz_to_matrix(quat), atol=1e-12)
+  try:
+    rot = _rot([1, 2, 3], 0.7)
+    system.setBaseOrientation(rot)
+    np.testing.assert_allclose(system.getBaseOrientation(), rot, atol=1e-12)
+    system.setBaseOrientation(_quat(_rot([0, 1, 0], -0.3)))
+    np.testing.assert_allclose(system.getBaseOrientation(), _rot([0, 1, 0], -0.3), atol=1e-12)
+    system.setBasePos([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(system.getBasePosition(), [1, 2, 3])
+    system.setBaseVelocity([0.1, 0.2, 0.3])
+    system.setBaseAngularVelocity([0.4, 0.5, 0.6])
+    np.testing.assert_allclose(system.getGeneralizedVelocity()[:6], [.1, .2, .3, .4, .5, .6])
+    np.testing.assert_allclose(system.getGeneralizedVelocity()[6:], u[6:])
+    system.updateKinematics()
+  finally:
+    _set_a1(a1)
+
+
+def test_body_and_frame_kinematics_vs_pinocchio(a1):
+  _set_a1(a1)
+  _, system, oracle, q, u = a1
+  pos, rot = oracle.body_poses(q)
+  for b in range(system.getNumberOfJoints()):
+    r, p = system.getBodyPose(b)
+    np.testing.assert_allclose(p, pos[b], atol=1e-10)
+    np.testing.assert_allclose(r, rot[b], atol=1e-10)
+    np.testing.assert_allclose(system.getPosition(b), pos[b], atol=1e-10)
+    np.testing.assert_allclose(system.getBodyPosition(b), pos[b], atol=1e-10)
+    np.testing.assert_allclose(system.getOrientation(b), rot[b], atol=1e-10)
+    np.testing.assert_allclose(system.getBodyOrientation(b), rot[b], atol=1e-10)
+    point_b = np.array([0.1, -0.2, 0.3])
+    np.testing.assert_allclose(system.getPosition(b, point_b), pos[b] + rot[b] @ point_b,
+                               atol=1e-10)
+    np.testing.assert_allclose(system.getPositionInBodyCoordinate(b, pos[b] + rot[b] @ point_b),
+                               point_b, atol=1e-10)
+  v_pin = oracle.transform(q) @ u
+  q_pin = oracle.q_to_pin(q)
+  pin.forwardKinematics(oracle.model, oracle.data, q_pin, v_pin)
+  pin.updateFramePlacements(oracle.model, oracle.data)
+  lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+  for name in ["FR_toe_fixed", "RL_lower_joint", "FL_hip_fixed", "imu_joint"]:
+    fid = oracle.model.getFrameId(name)
+    placement = oracle.data.oMf[fid]
+    local = np.array([0.05, 0.0, -0.1])
+    for key in (name, system.getFrameIdxByName(name)):
+      np.testing.assert_allclose(system.getFramePosition(key), placement.translation, atol=1e-10)
+      np.testing.assert_allclose(system.getFrameOrientation(key), placement.rotation, atol=1e-10)
+      np.testing.assert_allclose(system.getPositionInFrame(key, local), placement.act(local),
+                                 atol=1e-10)
+    velocity = pin.getFrameVelocity(oracle.model, oracle.data, fid, lwa)
+    np.testing.assert_allclose(system.getFrameVelocity(name), velocity.linear, atol=1e-9)
+    np.testing.assert_allclose(system.getFrameAngularVelocity(name), velocity.angular, atol=1e-9)
+    p, jac = oracle.frame_jacobian(q, name)
+    np.testing.assert_allclose(system.getDenseFrameJacobian(name), jac[:3], atol=1e-9)
+    np.testing.assert_allclose(system.getDenseFrameRotationalJacobian(name), jac[3:], atol=1e-9)
+    body = system.getFrameByName(name).parentId
+    np.testing.assert_allclose(system.getDenseJacobian(body, p), jac[:3], atol=1e-9)
+    np.testing.assert_allclose(system.getSparseJacobian(body, p), jac[:3], atol=1e-9)
+    np.testing.assert_allclose(system.getDenseRotationalJacobian(body), jac[3:], atol=1e-9)
+    np.testing.assert_allclose(system.getSparseRotationalJacobian(body), jac[3:], atol=1e-9)
+    np.testing.assert_allclose(system.getAngularVelocity(body), velocity.angular, atol=1e-9)
+  # a user-defined CoordinateFrame
+  custom = CoordinateFrame(name="c", parentId=3, position=np.array([0.0, 0.1, 0.0]),
+                           orientation=_rot([0, 0, 1], 0.5))
+  np.testing.assert_allclose(system.getFramePosition(custom), pos[3] + rot[3] @ [0, 0.1, 0],
+                             atol=1e-10)
+  np.testing.assert_allclose(system.getFrameOrientation(custom), rot[3] @ _rot([0, 0, 1], .5),
+                             atol=1e-10)
+
+
+def test_velocities_and_jacobians_vs_finite_differences(a1):
+  _set_a1(a1)
+  _, system, _, q, u = a1
+  model = system._model()
+  eps = 1e-6
+  q_plus = np.asarray(integrate_configuration(model, jnp.asarray(q), jnp.asarray(u), eps))
+  q_minus = np.asarray(integrate_configuration(model, jnp.asarray(q), jnp.asarray(u), -eps))
+  point_b = np.array([0.02, -0.03, 0.1])
+  bodies = [0, 3, 9]
+  try:
+    before = {b: (system.getDenseJacobian(b, Frame.BODY_FRAME, point_b),
+                  system.getDenseRotationalJacobian(b),
+                  system.getTimeDerivativeOfSparseJacobian(b, Frame.BODY_FRAME, point_b),
+                  system.getTimeDerivativeOfSparseRotationalJacobian(b),
+                  system.getVelocity(b, point_b), system.getVelocity(b),
+                  system.getAngularVelocity(b)) for b in bodies}
+    samples = {}
+    for key, qq in (("+", q_plus), ("-", q_minus)):
+      system.setGeneralizedCoordinate(qq)
+      samples[key] = {b: (system.getPosition(b, point_b), system.getPosition(b),
+                          system.getOrientation(b),
+                          system.getDenseJacobian(b, system.getPosition(b, point_b)),
+                          system.getDenseRotationalJacobian(b)) for b in bodies}
+  finally:
+    _set_a1(a1)
+  for b in bodies:
+    jac, jrot, jdot, jrot_dot, v_point, v_origin, omega = before[b]
+    p, m = samples["+"][b], samples["-"][b]
+    fd_point = (p[0] - m[0]) / (2 * eps)
+    np.testing.assert_allclose(jac @ u, fd_point, atol=1e-6)
+    np.testing.assert_allclose(v_point, fd_point, atol=1e-6)
+    np.testing.assert_allclose(system.getVelocity(jac), fd_point, atol=1e-6)
+    np.testing.assert_allclose(v_origin, (p[1] - m[1]) / (2 * eps), atol=1e-6)
+    r_dot = (p[2] - m[2]) / (2 * eps)
+    omega_fd = r_dot @ system.getOrientation(b).T
+    omega_fd = np.array([omega_fd[2, 1], omega_fd[0, 2], omega_fd[1, 0]])
+    np.testing.assert_allclose(jrot @ u, omega_fd, atol=1e-6)
+    np.testing.assert_allclose(omega, omega_fd, atol=1e-6)
+    np.testing.assert_allclose(jdot, (p[3] - m[3]) / (2 * eps), atol=1e-5)
+    np.testing.assert_allclose(jrot_dot, (p[4] - m[4]) / (2 * eps), atol=1e-5)
+
+
+def test_dynamics_vs_pinocchio(a1):
+  _set_a1(a1)
+  world, system, oracle, q, u = a1
+  mass_matrix = oracle.mass_matrix(q)
+  np.testing.assert_allclose(system.getMassMatrix(), mass_matrix, atol=1e-9)
+  np.testing.assert_allclose(system.getNonlinearities(GRAVITY),
+                             oracle.nonlinearities(q, u, GRAVITY), atol=1e-8)
+  np.testing.assert_allclose(system.getNonlinearities([0, 0, 0]),
+                             oracle.nonlinearities(q, u, np.zeros(3)), atol=1e-8)
+  np.testing.assert_allclose(system.getInverseMassMatrix(), np.linalg.inv(mass_matrix),
+                             rtol=1e-7, atol=1e-7)
+  np.testing.assert_allclose(system.getGeneralizedMomentum(), mass_matrix @ u, atol=1e-9)
+  np.testing.assert_allclose(system.massMatrixVecMul(u), mass_matrix @ u, atol=1e-9)
+  np.testing.assert_allclose(system.computeSparseInverse(mass_matrix), np.linalg.inv(mass_matrix),
+                             rtol=1e-7, atol=1e-7)
+  assert system.getKineticEnergy() == pytest.approx(oracle.kinetic_energy(q, u), rel=1e-10)
+  assert system.getPotentialEnergy(GRAVITY) == pytest.approx(
+      oracle.potential_energy(q, GRAVITY), rel=1e-10)
+  assert system.getEnergy(GRAVITY) == pytest.approx(
+      oracle.kinetic_energy(q, u) + oracle.potential_energy(q, GRAVITY), rel=1e-10)
+
+
+def test_momentum_com_and_composites_vs_pinocchio(a1):
+  _set_a1(a1)
+  _, system, oracle, q, u = a1
+  model, data = oracle.model, oracle.data
+  q_pin, v_pin = oracle.q_to_pin(q), oracle.transform(q) @ u
+  pin.centerOfMass(model, data, q_pin, v_pin, True)       # subtree masses and COMs
+  com = data.com[0].copy()
+  np.testing.assert_allclose(system.getCOM(), com, atol=1e-10)
+  np.testing.assert_allclose(system.getCompositeCOM()[0], com, atol=1e-10)
+  pin.computeCentroidalMomentum(model, data, q_pin, v_pin)
+  p, h_com = data.hg.linear.copy(), data.hg.angular.copy()
+  np.testing.assert_allclose(system.getLinearMomentum(), p, atol=1e-9)
+  np.testing.assert_allclose(system.getAngularMomentum(com), h_com, atol=1e-9)
+  ref = np.array([0.3, -1.0, 2.0])
+  np.testing.assert_allclose(system.getAngularMomentum(ref), h_com + np.cross(com - ref, p),
+                             atol=1e-9)
+  pin.forwardKinematics(model, data, q_pin)
+  pin.centerOfMass(model, data, q_pin, True)     # subtree COMs in the joint frames
+  comp_mass, comp_com = system.getCompositeMass(), system.getCompositeCOM()
+  comp_inertia = system.getCompositeInertia()
+  for b in range(system.getNumberOfJoints()):
+    jid = oracle.pin_joint[b]
+    assert comp_mass[b] == pytest.approx(data.mass[jid], rel=1e-12)
+    np.testing.assert_allclose(comp_com[b], data.oMi[jid].act(data.com[jid]), atol=1e-10)
+    total = pin.Inertia.Zero()
+    for k in model.subtrees[jid]:
+      total += data.oMi[k].act(model.inertias[k])
+    np.testing.assert_allclose(comp_inertia[b], total.inertia, atol=1e-10)
+  np.testing.assert_allclose(system.getBodyCOM_W()[2], oracle.body_poses(q)[0][2]
+                             + oracle.body_poses(q)[1][2] @ system.getBodyCOM_B()[2], atol=1e-10)
+
+
+def test_generalized_force_and_frame_acceleration_after_a_step(a1):
+  _set_a1(a1)
+  world, system, oracle, q, u = a1
+  world.setTimeStep(1e-5)
+  tau = np.random.default_rng(5).normal(size=system.getDOF()) * 5.0
+  try:
+    system.setGeneralizedForce(tau)
+    np.testing.assert_array_equal(system.getFeedForwardGeneralizedForce(), tau)
+    np.testing.assert_array_equal(system.getGeneralizedForce(), tau)
+    names = ["FR_toe_fixed", "RL_lower_joint"]
+    v0 = [system.getFrameVelocity(n) for n in names]
+    world.integrate()
+    expected = np.linalg.solve(oracle.mass_matrix(q), tau - oracle.nonlinearities(q, u, GRAVITY))
+    np.testing.assert_allclose(system.getGeneralizedAcceleration(), expected, rtol=1e-7,
+                               atol=1e-7)
+    np.testing.assert_allclose(system.getGeneralizedAcceleration(),
+                               oracle.forward_dynamics(q, u, tau, GRAVITY), rtol=1e-7, atol=1e-7)
+    dt = world.getTimeStep()
+    for name, v in zip(names, v0):
+      fd = (system.getFrameVelocity(name) - v) / dt
+      acc = system.getFrameAcceleration(name)
+      np.testing.assert_allclose(acc, fd, rtol=1e-3, atol=1e-3 * np.abs(fd).max())
+  finally:
+    world.setTimeStep(1e-3)
+    _set_a1(a1)
+
+
+# ---- pendulum: closed forms, stepping, joint wrenches, model setters -------------------------
+
+def test_pendulum_closed_forms(pendulum):
+  world, system = pendulum
+  theta, omega = 0.8, -1.3
+  system.setState([theta], [omega])
+  m, l, iyy = 2.0, 0.5, 0.1
+  hinge_inertia = iyy + m * l * l
+  assert system.getTotalMass() == pytest.approx(m)
+  np.testing.assert_allclose(system.getMassMatrix(), [[hinge_inertia]], rtol=1e-12)
+  np.testing.assert_allclose(system.getNonlinearities(GRAVITY),
+                             [m * 9.81 * l * np.sin(theta)], rtol=1e-12)
+  np.testing.assert_allclose(system.getInverseMassMatrix(), [[1 / hinge_inertia]], rtol=1e-12)
+  com = np.array([-l * np.sin(theta), 0.0, 1.0 - l * np.cos(theta)])
+  np.testing.assert_allclose(system.getCOM(), com, atol=1e-12)
+  np.testing.assert_allclose(system.getBodyCOM_W()[1], com, atol=1e-12)
+  assert system.getKineticEnergy() == pytest.approx(0.5 * hinge_inertia * omega**2, rel=1e-12)
+  assert system.getPotentialEnergy(GRAVITY) == pytest.approx(m * 9.81 * com[2], rel=1e-12)
+  assert system.getEnergy(GRAVITY) == pytest.approx(
+      0.5 * hinge_inertia * omega**2 + m * 9.81 * com[2], rel=1e-12)
+  w = np.array([0.0, omega, 0.0])
+  v_com = np.cross(w, com - [0, 0, 1])
+  np.testing.assert_allclose(system.getLinearMomentum(), m * v_com, atol=1e-12)
+  np.testing.assert_allclose(system.getAngularMomentum([0, 0, 1]), [0, hinge_inertia * omega, 0],
+                             atol=1e-12)
+  rot = _rot([0, 1, 0], theta)
+  np.testing.assert_allclose(system.getCompositeInertia()[1],
+                             rot @ np.diag([0.1, 0.1, 0.01]) @ rot.T, atol=1e-12)
+  np.testing.assert_allclose(system.getCompositeMass(), [m, m])
+  np.testing.assert_allclose(system.getBasePosition(), [0, 0, 1])
+  np.testing.assert_allclose(system.getBaseOrientation(), np.eye(3))
+  np.testing.assert_allclose(system.getBaseQuaternion(), [1, 0, 0, 0])
+  np.testing.assert_allclose(system.getJointAxis(1), [0, 1, 0])
+  assert system.getBodyType(0) == BodyType.STATIC and system.getBodyType(1) == BodyType.DYNAMIC
+  assert system.getJointType(0) == JointType.FIXED
+  np.testing.assert_allclose(system.getJointLimits(), [[-3.14, 3.14]])
+  np.testing.assert_allclose(system.getJointVelocityLimits(), [100.0])
+  np.testing.assert_allclose(system.getRotorInertia(), [0.0])
+
+
+def test_pendulum_stepping_matches_pure_integrator(pendulum):
+  world, system = pendulum
+  system.setState([1.0], [0.0])
+  model, _ = world.compile()
+  gc, gv = np.array([1.0]), np.array([0.0])
+  for _ in range(30):
+    world.integrate()
+    gc, gv = _integrate(model.articulated[0], gc, gv, np.zeros(1), model.gravity,
+                        model.time_step, None)
+  np.testing.assert_allclose(system.getGeneralizedCoordinate(), gc, rtol=1e-12, atol=1e-14)
+  np.testing.assert_allclose(system.getGeneralizedVelocity(), gv, rtol=1e-12, atol=1e-14)
+  assert system.getGeneralizedCoordinate()[0] < 1.0 - 1e-3     # it swings down
+
+
+def test_pendulum_joint_wrench_newton_euler(pendulum):
+  world, system = pendulum
+  system.setState([np.pi / 2], [0.7])
+  system.setComputeInverseDynamics(True)
+  assert system.getComputeInverseDynamics()
+  world.integrate()
+  alpha = np.array([0.0, system.getGeneralizedAcceleration()[0], 0.0])
+  omega = system.getAngularVelocity(1)
+  hinge = system.getPosition(1)
+  r = system.getBodyCOM_W()[1] - hinge
+  m = 2.0
+  force = m * (np.cross(alpha, r) + np.cross(omega, np.cross(omega, r)) - GRAVITY)
+  rot = system.getOrientation(1)
+  inertia = rot @ np.diag([0.1, 0.1, 0.01]) @ rot.T
+  torque = np.cross(r, force) + inertia @ alpha + np.cross(omega, inertia @ omega)
+  np.testing.assert_allclose(system.getForceAtJointInWorldFrame(1), force, rtol=1e-10,
+                             atol=1e-10)
+  np.testing.assert_allclose(system.getTorqueAtJointInWorldFrame(1), torque, rtol=1e-10,
+                             atol=1e-10)
+  # The unactuated hinge transmits no torque about its axis (up to the step's O(dt) lag),
+  # and this planar motion needs no constraint torque either.
+  assert np.abs(system.getTorqueAtJointInWorldFrame(1)).max() < 1e-3 * 2.0 * 9.81 * 0.5
+  system.setComputeInverseDynamics(False)
+
+
+def test_pendulum_external_torque_and_force(pendulum):
+  world, system = pendulum
+  hinge_inertia = 0.1 + 2.0 * 0.25
+  system.setState([0.0], [0.0])
+  system.setExternalTorque(1, [0.0, 3.0, 0.0])
+  world.integrate()
+  np.testing.assert_allclose(system.getGeneralizedAcceleration(), [3.0 / hinge_inertia],
+                             rtol=1e-10)
+  np.testing.assert_allclose(system.getExternalWrench(), 0.0)      # cleared by the step
+  system.setState([0.0], [0.0])
+  system.setExternalTorqueInBodyFrame(1, [0.0, -2.0, 0.0])
+  system.setExternalForce("hinge", [5.0, 0.0, 0.0])   # at the hinge: no moment
+  world.integrate()
+  np.testing.assert_allclose(system.getGeneralizedAcceleration(), [-2.0 / hinge_inertia],
+                             rtol=1e-10)
+  system.setState([0.0], [0.0])
+  system.setExternalForce(1, [4.0, 0.0, 0.0])          # at the COM, 0.5 below the hinge
+  world.integrate()
+  np.testing.assert_allclose(system.getGeneralizedAcceleration(), [-4.0 * 0.5 / hinge_inertia],
+                             rtol=1e-10)
+  system.setState([0.0], [0.0])
+  system.setExternalForce(1, [0.0, 0.0, -1.0], [4.0, 0.0, 0.0])   # body point 1 m below
+  system.clearExternalForcesAndTorques()
+  np.testing.assert_allclose(system.getExternalWrench(), 0.0)
+  world.integrate()
+  np.testing.assert_allclose(system.getGeneralizedAcceleration(), [0.0], atol=1e-12)
+
+
+def test_pendulum_model_setters(pendulum):
+  world, system = pendulum
+  dt = world.getTimeStep()
+  description = system._entry.description
+  try:
+    system.setMass(1, 4.0)
+    system.updateMassInfo()
+    assert system.getMass(1) == 4.0 and system.getTotalMass() == pytest.approx(4.0)
+    hinge_inertia = 0.1 + 4.0 * 0.25
+    np.testing.assert_allclose(system.getMassMatrix(), [[hinge_inertia]], rtol=1e-12)
+    system.setRotorInertia([0.3])
+    np.testing.assert_allclose(system.getRotorInertia(), [0.3])
+    np.testing.assert_allclose(system.getMassMatrix(), [[hinge_inertia + 0.3]], rtol=1e-12)
+    system.setJointDamping([2.0])
+    np.testing.assert_allclose(system.getJointDamping(), [2.0])
+    np.testing.assert_allclose(system.getInverseMassMatrix(),
+                               [[1 / (hinge_inertia + 0.3 + dt * 2.0)]], rtol=1e-12)
+    np.testing.assert_allclose(system.computeSparseInverse(system.getMassMatrix()),
+                               [[1 / (hinge_inertia + 0.3 + dt * 2.0)]], rtol=1e-12)
+    np.testing.assert_allclose(system.massMatrixVecMul([2.0]), [2 * (hinge_inertia + 0.3)],
+                               rtol=1e-12)
+    system.setInertia(1, np.diag([0.2, 0.3, 0.02]))
+    system.setBodyCOM_B(1, [0.0, 0.0, -0.25])
+    hinge_inertia = 0.3 + 4.0 * 0.0625 + 0.3
+    np.testing.assert_allclose(system.getMassMatrix(), [[hinge_inertia]], rtol=1e-12)
+    system.setJointLimits([[-1.0, 2.0]])
+    np.testing.assert_allclose(system.getJointLimits(), [[-1.0, 2.0]])
+    system.setJointVelocityLimits([7.0])
+    np.testing.assert_allclose(system.getJointVelocityLimits(), [7.0])
+    system.setActuationLimits([5.0], [-4.0])
+    np.testing.assert_allclose(system.getActuationUpperLimits(), [5.0])
+    np.testing.assert_allclose(system.getActuationLowerLimits(), [-4.0])
+    # the next step uses the new model: compare with the pure integrator on the world model
+    system.setState([0.5], [0.2])
+    model, _ = world.compile()
+    world.integrate()
+    gc, gv = _integrate(model.articulated[0], np.array([0.5]), np.array([0.2]), np.zeros(1),
+                        model.gravity, model.time_step, None)
+    np.testing.assert_allclose(system.getGeneralizedVelocity(), gv, rtol=1e-12)
+    np.testing.assert_allclose(float(model.articulated[0].damping[0]), 2.0)
+    # a structural recompile keeps the edits (they live in the description too)
+    extra = world.addArticulatedSystem(PENDULUM)
+    assert system.getMass(1) == 4.0
+    np.testing.assert_allclose(system.getMassMatrix(), [[hinge_inertia]], rtol=1e-12)
+    np.testing.assert_allclose(system.getJointDamping(), [2.0])
+    np.testing.assert_allclose(system.getJointLimits(), [[-1.0, 2.0]])
+    np.testing.assert_allclose(system.getJointVelocityLimits(), [7.0])
+    np.testing.assert_allclose(system.getActuationUpperLimits(), [5.0])
+    world.removeObject(extra)
+    # fixed base: setBasePos / setBaseOrientation move the body fixed to the world
+    system.setState([0.0], [0.0])
+    system.setBasePos([0.0, 0.0, 2.0])
+    np.testing.assert_allclose(system.getBasePosition(), [0, 0, 2])
+    np.testing.assert_allclose(system.getFramePosition("hinge"), [0, 0, 2])
+    system.setBaseOrientation(_rot([1, 0, 0], np.pi / 2))
+    np.testing.assert_allclose(system.getJointAxis(1), [0, 0, 1], atol=1e-12)
+  finally:
+    b = description.bodies
+    b[0].joint_pos, b[0].joint_rot = np.array([0.0, 0.0, 1.0]), np.eye(3)
+    b[1].mass, b[1].com, b[1].inertia = 2.0, np.array([0, 0, -0.5]), np.diag([0.1, 0.1, 0.01])
+    b[1].rotor_inertia = b[1].damping = 0.0
+    b[1].lower, b[1].upper, b[1].velocity_limit = -3.14, 3.14, 100.0
+    world._structure_changed()
+
+
+# ---- free rigid body: external loads ------------------------------------------------------------
+
+def _free_step(world, system, rot, load):
+  system.setState(np.concatenate([[0.3, -0.2, 0.5], _quat(rot)]), np.zeros(6))
+  load()
+  world.integrate()
+  return system.getGeneralizedAcceleration()
+
+
+def test_free_body_external_loads(free_body):
+  world, system = free_body
+  rot = _rot([1, -1, 2], 0.9)
+  c_w = rot @ FREE_COM                     # origin -> COM, world
+  inertia_w = rot @ FREE_INERTIA @ rot.T
+  force = np.array([1.0, -2.0, 3.0])
+  # at the COM: pure translation, a = F / m
+  ga = _free_step(world, system, rot, lambda: system.setExternalForce(0, force))
+  np.testing.assert_allclose(ga[:3], force / FREE_MASS, rtol=1e-10)
+  np.testing.assert_allclose(ga[3:], 0.0, atol=1e-12)
+
+  def expected(torque_about_com, f):
+    alpha = np.linalg.solve(inertia_w, torque_about_com)
+    return np.concatenate([f / FREE_MASS + np.cross(alpha, -c_w), alpha])
+
+  pos_b = np.array([0.3, 0.0, -0.4])
+  ga = _free_step(world, system, rot, lambda: system.setExternalForce(0, pos_b, force))
+  np.testing.assert_allclose(ga, expected(np.cross(rot @ pos_b - c_w, force), force), rtol=1e-9)
+  ga = _free_step(world, system, rot, lambda: system.setExternalForce(
+      0, Frame.BODY_FRAME, force, Frame.WORLD_FRAME, system.getPosition(0, pos_b)))
+  np.testing.assert_allclose(ga, expected(np.cross(rot @ pos_b - c_w, rot @ force), rot @ force),
+                             rtol=1e-9)
+  ga = _free_step(world, system, rot, lambda: system.setExternalForce("ROOT", force))
+  np.testing.assert_allclose(ga, expected(np.cross(-c_w, force), force), rtol=1e-9)
+  torque = np.array([0.5, 0.1, -0.3])
+  ga = _free_step(world, system, rot, lambda: system.setExternalTorque(0, torque))
+  np.testing.assert_allclose(ga, expected(torque, np.zeros(3)), rtol=1e-9)
+  ga = _free_step(world, system, rot, lambda: system.setExternalTorqueInBodyFrame(0, torque))
+  np.testing.assert_allclose(ga, expected(rot @ torque, np.zeros(3)), rtol=1e-9)
+  # momentum of a moving free body: p = m v_com, L_com = I_w w
+  v, w = np.array([0.1, 0.2, -0.3]), np.array([0.4, -0.5, 0.6])
+  system.setState(np.concatenate([[0.3, -0.2, 0.5], _quat(rot)]), np.zeros(6))
+  system.setBaseVelocity(v)
+  system.setBaseAngularVelocity(w)
+  np.testing.assert_allclose(system.getLinearMomentum(), FREE_MASS * (v + np.cross(w, c_w)),
+                             rtol=1e-12)
+  com = system.getCOM()
+  np.testing.assert_allclose(com, system.getBasePosition() + c_w, rtol=1e-12)
+  np.testing.assert_allclose(system.getAngularMomentum(com), inertia_w @ w, rtol=1e-12)
+  np.testing.assert_allclose(system.getCompositeInertia()[0], inertia_w, rtol=1e-12)
+  assert system.getKineticEnergy() == pytest.approx(
+      0.5 * FREE_MASS * np.sum((v + np.cross(w, c_w))**2) + 0.5 * w @ inertia_w @ w, rel=1e-12)
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+def test_bad_inputs_raise_naming_the_argument(pendulum, free_body):
+  _, system = pendulum
+  with pytest.raises(ValueError, match="bodyIdx"):
+    system.getPosition(5)
+  with pytest.raises(ValueError, match="bodyIdx"):
+    system.getDenseJacobian(-1, [0, 0, 0])
+  with pytest.raises(ValueError, match="point_W"):
+    system.getDenseJacobian(1, [0, 0])
+  with pytest.raises(ValueError, match="frameId"):
+    system.getFramePosition(7)
+  with pytest.raises(KeyError, match="nope"):
+    system.getFramePosition("nope")
+  with pytest.raises(KeyError, match="nope"):
+    system.getDenseFrameJacobian("nope")
+  with pytest.raises(KeyError, match="nm"):
+    system.getBodyIdx("nope")
+  with pytest.raises(KeyError, match="name"):
+    system.getGeneralizedVelocityIndex("nope")
+  with pytest.raises(KeyError, match="name"):
+    system.getFrameIdxByLinkName("nope")
+  with pytest.raises(ValueError, match="jointState"):
+    system.setGeneralizedCoordinate([0.0, 1.0])
+  with pytest.raises(ValueError, match="tau"):
+    system.setGeneralizedForce([np.nan])
+  with pytest.raises(ValueError, match="fixed base"):
+    system.setBaseVelocity([0, 0, 0])
+  with pytest.raises(ValueError, match="fixed base"):
+    system.setBaseAngularVelocity([0, 0, 0])
+  with pytest.raises(ValueError, match="value"):
+    system.setMass(1, -1.0)
+  with pytest.raises(ValueError, match="dampingCoefficient"):
+    system.setJointDamping([-1.0])
+  with pytest.raises(ValueError, match="jointLimits"):
+    system.setJointLimits([1.0, 2.0])
+  with pytest.raises(ValueError, match="lower"):
+    system.setActuationLimits([1.0], [2.0])
+  with pytest.raises(ValueError, match="jointIndex"):
+    system.getJointType(2)
+  with pytest.raises(ValueError, match="'M'"):
+    system.computeSparseInverse(np.eye(2))
+  with pytest.raises(ValueError, match="referencePoint"):
+    system.getAngularMomentum([1.0])
+  with pytest.raises(ValueError, match="frame"):
+    system.getDenseJacobian(1, Frame.PARENT_FRAME, [0, 0, 0])
+  _, free = free_body
+  with pytest.raises(ValueError, match="quat"):
+    free.setBaseOrientation([1.0, 1.0, 0.0, 0.0])
+  with pytest.raises(ValueError, match="rot"):
+    free.setBaseOrientation(np.ones((3, 3)))
+  with pytest.raises(ValueError, match="rotorInertia"):
+    free.setRotorInertia([0, 0, 0, 0, 0, 1.0])      # one value per multi-dof joint
