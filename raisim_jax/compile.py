@@ -174,14 +174,13 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
                         for entry in description.articulated),
       num_bodies=len(bodies),
   )
-  zeros = stack([np.zeros(3) for _ in bodies], (3,))
   body_state = SingleBodyState(
       position=stack([b.position for b in bodies], (3,)),
       quaternion=stack([b.quaternion for b in bodies], (4,)),
       linear_velocity=stack([b.linear_velocity for b in bodies], (3,)),
       angular_velocity=stack([b.angular_velocity for b in bodies], (3,)),
-      external_force=zeros,
-      external_torque=zeros,
+      external_force=stack([b.external_force for b in bodies], (3,)),
+      external_torque=stack([b.external_torque for b in bodies], (3,)),
   )
   state = State(bodies=body_state,
                 contacts=detection.empty_contacts(collision.contact_capacity, dtype),

@@ -45,6 +45,8 @@ class SingleBodyDescription:
   quaternion: np.ndarray = dataclasses.field(default_factory=lambda: np.array([1.0, 0, 0, 0]))
   linear_velocity: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
   angular_velocity: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
+  external_force: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
+  external_torque: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
   linear_damping: float = 0.0
   angular_damping: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
   collision_group: int = 1

@@ -16,6 +16,11 @@ def _np(x):
   return np.array(x, dtype=np.float64)
 
 
+_DESCRIPTION_FIELD = {"mass": "mass", "inertia_body": "inertia", "com_body": "com",
+                      "linear_damping": "linear_damping", "angular_damping": "angular_damping",
+                      "body_type": "body_type"}
+
+
 class Object:
   """Base of every world object: name and index in the world's object list."""
 
@@ -56,10 +61,12 @@ class SingleBodyObject(Object):
     return _np(getattr(self._world._current_state().bodies, field)[self._row()])
 
   def _set_body_state(self, **fields):
-    self._world._write_body_state(self._row(), fields)
+    self._world._write_body_state(self, fields)
 
   def _body_model(self, field):
-    return _np(getattr(self._world._current_model().bodies, field)[self._row()])
+    """A physical parameter; the description is kept equal to the model leaf by every setter,
+    so reading it needs no compile."""
+    return _np(getattr(self._description, _DESCRIPTION_FIELD[field]))
 
   # ---- pose -----------------------------------------------------------------------------
   def getPosition(self, *args):
@@ -187,11 +194,11 @@ class SingleBodyObject(Object):
       torque = np.cross(point - self.getComPosition(), force)
     else:
       raise TypeError("setExternalForce takes (localIdx, force) or (localIdx, pos, force)")
-    self._world._add_external_load(self._row(), force, torque)
+    self._world._add_external_load(self, force, torque)
 
   def setExternalTorque(self, localIdx, torque):
     torque = validation.vector(torque, 3, "torque")
-    self._world._add_external_load(self._row(), np.zeros(3), torque)
+    self._world._add_external_load(self, np.zeros(3), torque)
 
   def clearExternalForcesAndTorques(self):
     self._set_body_state(external_force=np.zeros(3), external_torque=np.zeros(3))

@@ -168,6 +168,8 @@ class World:
       d.quaternion = bodies.quaternion[index].astype(np.float64)
       d.linear_velocity = bodies.linear_velocity[index].astype(np.float64)
       d.angular_velocity = bodies.angular_velocity[index].astype(np.float64)
+      d.external_force = bodies.external_force[index].astype(np.float64)
+      d.external_torque = bodies.external_torque[index].astype(np.float64)
     self._description.time = float(self._state.time)
 
   def _ensure_compiled(self):
@@ -207,28 +209,42 @@ class World:
     self._set_state(state)
 
   # ---- writes from object views ---------------------------------------------------------
-  def _write_body_state(self, index, fields):
-    self._ensure_compiled()
+  def _write_body_state(self, obj, fields):
+    """Writes state rows of a single body; while the world awaits a recompile (objects were
+    added) the description takes the values, so building a scene compiles once."""
+    if self._dirty:
+      for name, value in fields.items():
+        setattr(obj._description, name, np.array(value, np.float64))
+      return
+    index = self._body_row(obj)
     bodies = self._state.bodies
     updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
                for name, value in fields.items()}
     self._set_state(self._state.replace(bodies=bodies.replace(**updates)))
 
   def _write_body_model(self, obj, **fields):
-    self._ensure_compiled()
-    index = self._body_row(obj)
     description = obj._description
+    for name, value in fields.items():
+      setattr(description, name, value)
+    if self._dirty:
+      return
+    index = self._body_row(obj)
     bodies = self._model.bodies
     updates = {}
     for name, value in fields.items():
-      setattr(description, name, value)
       leaf = getattr(bodies, _BODY_MODEL_FIELD[name])
       updates[_BODY_MODEL_FIELD[name]] = leaf.at[index].set(jnp.asarray(value, leaf.dtype))
     self._model = self._model.replace(bodies=bodies.replace(**updates))
 
-  def _add_external_load(self, index, force, torque):
-    bodies = self._current_state().bodies
-    self._write_body_state(index, {
+  def _add_external_load(self, obj, force, torque):
+    if self._dirty:
+      d = obj._description
+      self._write_body_state(obj, {"external_force": d.external_force + force,
+                                   "external_torque": d.external_torque + torque})
+      return
+    index = self._body_row(obj)
+    bodies = self._state.bodies
+    self._write_body_state(obj, {
         "external_force": np.asarray(bodies.external_force[index]) + force,
         "external_torque": np.asarray(bodies.external_torque[index]) + torque,
     })

@@ -82,6 +82,8 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   dtype = model.dtype
   positions, rotations, sizes = shape_world_poses(model, state)
   aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
+  # Grown by the speculative margin, so pairs closer than the margin reach the narrowphase.
+  aabb_lo, aabb_hi = aabb_lo - collision.margin, aabb_hi + collision.margin
   body_of_shape = jnp.asarray(np.asarray(shape_model.body, np.int32))
   num_pairs = int(sum(g.shape_a.shape[0] for g in collision.groups))
 
