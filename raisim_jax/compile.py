@@ -167,7 +167,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
           erp=jnp.asarray(solver.erp, dtype), erp2=jnp.asarray(solver.erp2, dtype),
           pair_table=jnp.asarray(material_table(description, names), dtype),
           max_iterations=int(solver.max_iterations),
-          reverse_order=bool(solver.reverse_order)),
+          reverse_order=bool(solver.reverse_order),
+          differentiable=bool(solver.differentiable)),
       gravity=jnp.asarray(description.gravity, dtype),
       time_step=jnp.asarray(description.time_step, dtype),
       articulated=tuple(compile_articulated(entry.description, dtype)

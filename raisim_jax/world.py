@@ -576,6 +576,14 @@ class World:
       self._model = self._model.replace(solver=self._model.solver.replace(
           reverse_order=self._description.solver.reverse_order))
 
+  def setContactSolverDifferentiable(self, flag):
+    """True: the solver runs a fixed-length scan so jax.grad (reverse mode) works through
+    steps with contacts; False (default): a while_loop stops at the threshold (faster)."""
+    self._description.solver.differentiable = bool(flag)
+    if not self._dirty:
+      self._model = self._model.replace(solver=self._model.solver.replace(
+          differentiable=bool(flag)))
+
   def getContactSettings(self) -> ContactSettings:
     return copy.deepcopy(self._description.contact_settings)
 

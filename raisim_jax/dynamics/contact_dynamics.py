@@ -170,16 +170,41 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
         visit, (linear, angular, impulses, jnp.zeros((), dtype)), order)
     return linear, angular, impulses, change, iterations + 1
 
-  def iterate(carry, _):
-    converged = carry[3] <= model.solver.threshold
-    return jax.lax.cond(converged, lambda c: c, sweep, carry), None
+  # Contacts are compacted (active slots first), so the early-exit path only visits
+  # [0, num_active): a dynamic trip count, which under vmap is the batch's largest.
+  num_active = jnp.sum(active.astype(jnp.int32))
+
+  def sweep_active(carry):
+    linear, angular, impulses, _, iterations = carry
+
+    def body(k, inner):
+      i = num_active - 1 - k if model.solver.reverse_order else k
+      return visit_active(inner, i)
+
+    linear, angular, impulses, change = jax.lax.fori_loop(
+        0, num_active, body, (linear, angular, impulses, jnp.zeros((), dtype)))
+    return linear, angular, impulses, change, iterations + 1
 
   start = (linear, angular, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
-  if capacity:
-    (linear, angular, impulses, _, iterations), _ = jax.lax.scan(
-        iterate, start, None, length=model.solver.max_iterations)
-  else:
+  max_iterations = model.solver.max_iterations
+
+  def unconverged(carry):
+    return carry[3] > model.solver.threshold
+
+  if not capacity:
     impulses, iterations = impulse0, jnp.zeros((), jnp.int32)
+  elif model.solver.differentiable:
+    # Fixed trip count, converged sweeps skipped by cond: reverse-mode differentiable.
+    def iterate(carry, _):
+      return jax.lax.cond(unconverged(carry), sweep, lambda c: c, carry), None
+
+    (linear, angular, impulses, _, iterations), _ = jax.lax.scan(
+        iterate, start, None, length=max_iterations)
+  else:
+    # Early exit that also pays off under vmap (the batch stops when every world converged).
+    (linear, angular, impulses, _, iterations) = jax.lax.while_loop(
+        lambda c: unconverged(c) & (c[4] < max_iterations) & (num_active > 0),
+        sweep_active, start)
   velocity = velocity.replace(linear=linear, angular=angular)
   contacts = contacts.replace(impulse=impulses, inverse_apparent_inertia=delassus)
   return velocity, contacts, iterations
