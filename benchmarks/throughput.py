@@ -29,6 +29,7 @@ def build_scene(name, dtype):
     for k in range(4):
       world.addBox(0.4, 0.3, 0.2, 1.0).setPosition(k, 0, 0.099)
       world.addSphere(0.1, 1.0).setPosition(k, 1, 0.099)
+  world.setContactSolverDifferentiable(False)  # while_loop early exit (batched rollouts)
   return world.compile()
 
 

@@ -107,7 +107,7 @@ class SolverSettings:
   erp: float = 0.2
   erp2: float = 0.0
   reverse_order: bool = False
-  differentiable: bool = False
+  differentiable: bool = True
 
 
 @dataclasses.dataclass

@@ -153,9 +153,10 @@ class SolverModel:
       threshold, static mu, static-friction velocity threshold].
     max_iterations: static sweep count limit (RaiSim default 150).
     reverse_order: static; sweep the contacts last to first.
-    differentiable: static; False (default) stops with a while_loop once the threshold is
-      met (fast, also under vmap; forward-mode autodiff only); True runs a fixed-length scan
-      whose converged sweeps are skipped by cond, so jax.grad (reverse mode) works.
+    differentiable: static; True (default) runs a fixed-length scan whose converged sweeps
+      are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
+      over the active slots once the threshold is met (much faster under vmap, where cond
+      is a select; forward-mode autodiff only).
   """
   threshold: jax.Array
   erp: jax.Array
@@ -163,7 +164,7 @@ class SolverModel:
   pair_table: jax.Array
   max_iterations: int = static_field(default=150)
   reverse_order: bool = static_field(default=False)
-  differentiable: bool = static_field(default=False)
+  differentiable: bool = static_field(default=True)
 
 
 @dataclass

@@ -1,5 +1,19 @@
-"""Test configuration: float64 everywhere (RaiSim's precision); float32 paths opt in."""
+"""Test configuration: float64 everywhere (RaiSim's precision; float32 paths opt in), and the
+`slow` marker: long simulations and oracle sweeps run only with `-m slow` or
+RAISIM_JAX_SLOW=1, so the default run (CI's) stays short while covering every capability."""
+
+import os
 
 import jax
+import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+
+def pytest_collection_modifyitems(config, items):
+  if "slow" in (config.getoption("-m") or "") or os.environ.get("RAISIM_JAX_SLOW") == "1":
+    return
+  skip = pytest.mark.skip(reason="slow: run with -m slow or RAISIM_JAX_SLOW=1")
+  for item in items:
+    if "slow" in item.keywords:
+      item.add_marker(skip)

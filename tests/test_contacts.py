@@ -318,7 +318,6 @@ def test_grad_through_200_steps_of_a_bouncing_ball_matches_finite_differences():
   world.addGround(0, "floor")
   ball = world.addSphere(0.1, 1.0, "ball")
   world.setMaterialPairProp("floor", "ball", 0.8, 0.6, 0.0)
-  world.setContactSolverDifferentiable(True)  # fixed-length scan: reverse mode works
   ball.setPosition(0, 0, 0.3)
   ball.setLinearVelocity([0.5, 0, 0])
   model, state = world.compile()
@@ -338,7 +337,7 @@ def test_grad_through_200_steps_of_a_bouncing_ball_matches_finite_differences():
 
 # ---- integrateNoContactDetection -------------------------------------------------------------
 
-def test_default_solver_is_forward_differentiable_and_reverse_needs_the_flag():
+def test_fast_solver_mode_is_forward_differentiable_and_agrees_with_the_default():
   world = rj.World()
   world.setTimeStep(2e-3)
   world.addGround()
@@ -350,11 +349,13 @@ def test_default_solver_is_forward_differentiable_and_reverse_needs_the_flag():
         linear_velocity=state.bodies.linear_velocity.at[1, 2].set(vz)))
     return rj.rollout(model, s, 5)[0].bodies.position[1, 2]
 
-  forward = jax.jacfwd(height)(-0.1)
-  world.setContactSolverDifferentiable(True)
+  reverse = jax.grad(height)(-0.1)            # default: fixed-length scan
+  world.setContactSolverDifferentiable(False)   # while_loop early exit
   model, _ = world.compile()
-  reverse = jax.grad(height)(-0.1)
+  forward = jax.jacfwd(height)(-0.1)
   assert np.isfinite(forward) and float(forward) == pytest.approx(float(reverse), abs=1e-12)
+  with pytest.raises(ValueError, match="Reverse-mode"):
+    jax.grad(height)(-0.1)
 
 
 def test_integrate_no_contact_detection_lets_a_ball_pass_the_ground():
