@@ -5,15 +5,16 @@ Adding or removing an object changes the structure and recompiles on the next us
 state or a physical parameter writes new leaves and reuses the compiled step.
 """
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import copy
-
 from raisim_jax import objects, validation
 from raisim_jax.articulated_system import ArticulatedSystem
 from raisim_jax.collision import pairs
+from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import compile_world, material_names, material_table, resolve_dtype
 from raisim_jax.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
@@ -21,6 +22,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
 from raisim_jax.io import urdf
+from raisim_jax.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.io.articulated_description import JOINT_DIMS, JOINT_FLOATING, JOINT_SPHERICAL
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
@@ -106,7 +108,6 @@ class World:
     self._integrate2 = jax.jit(integrate2)
     self._step_no_contact_detection = jax.jit(step_no_contact_detection)
     self._contact_cache = None
-    from raisim_jax.collision.ray import ray_test  # local import keeps rayTest self-contained
     self._ray_test = jax.jit(ray_test)
 
   # ---- compile cache --------------------------------------------------------------------
@@ -673,14 +674,17 @@ class World:
     (its collision group & collisionMask) != 0; -1 means all groups. A ray starting inside a
     shape hits it at distance 0 with normal -direction (see raisim_jax.collision.ray).
     """
-    from raisim_jax.ray_collision import RayCollisionItem, RayCollisionList
     start = validation.vector(start, 3, "start")
     direction = validation.vector(direction, 3, "direction")
     if not np.linalg.norm(direction) > 0:
       raise ValueError(f"argument 'direction' must be non-zero, got {direction}")
     length = validation.positive(length, "length")
     object_id = objectId.getIndexInWorld() if hasattr(objectId, "getIndexInWorld") else int(objectId)
-    ignore = object_id if (int(localId) == 0 and 0 <= object_id < len(self._objects)) else -1
+    ignore = -1  # the core works in single-body rows, not world indices
+    if int(localId) == 0 and 0 <= object_id < len(self._objects):
+      ignored = self._objects[object_id]
+      if isinstance(ignored, objects.SingleBodyObject):
+        ignore = self._body_row(ignored)
     mask = pairs.split_bits(_collision_bits(collisionMask, "collisionMask"))
     model, state = self.compile()
     result = jax.device_get(self._ray_test(model, state, start, direction, length,
@@ -688,5 +692,5 @@ class World:
     if not bool(result.hit):
       return RayCollisionList()
     return RayCollisionList([RayCollisionItem(
-        self._objects[int(result.object_index)], result.position, result.normal,
+        self._single_objects()[int(result.object_index)], result.position, result.normal,
         result.distance, 0)])

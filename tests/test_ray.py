@@ -380,3 +380,17 @@ def test_distance_gradient_matches_finite_differences_and_is_finite_on_miss():
       g = jax.grad(lambda o: ray_shape(int(t), size, jnp.eye(3), jnp.zeros(3), o,
                                        jnp.array([0.0, 0.0, -1.0]), 10.0)[1])(origin)
       assert np.all(np.isfinite(np.asarray(g))), (t, origin)
+
+
+def test_ray_test_maps_objects_when_an_articulated_system_comes_first():
+  import os
+  world = rj.World()
+  world.addArticulatedSystem(os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf",
+                                          "pendulum.urdf"))
+  ground = world.addGround()
+  ball = world.addSphere(0.5, 1.0)
+  ball.setPosition(0, 0, 2.0)
+  hits = world.rayTest([0, 0, 5.0], [0, 0, -1.0], 10.0)
+  assert hits[0].getObject() is ball
+  hits = world.rayTest([0, 0, 5.0], [0, 0, -1.0], 10.0, ball.getIndexInWorld(), 0)
+  assert hits[0].getObject() is ground
