@@ -492,6 +492,49 @@ def _deepest_on_segment(closest, e0, e1):
   return 0.5 * (lo + hi)
 
 
+def _axis_point_contact(closest, c, t, e0, e1, radius, margin):
+  """Contact of the capsule's axis point c = e0 + t (e1 - e0) (the SDF minimiser), shape = A.
+
+  Depth r - sd(c) is exact. Where the SDF is smooth at an interior minimiser its normal is
+  perpendicular to the axis and the sphere point c - r n lies on the capsule. Inside the shape
+  the minimum can sit on a kink of the SDF (two faces equally close) with a normal n that has
+  an axial part (alpha = n . axis); c - r n is then inside the capsule. The contact keeps the
+  exact depth and A's exact surface point q and takes the capsule's cylinder point
+  x_B = c + s axis - r m (m: radial part of n) at distance r - sd from q (one quadratic in s),
+  i.e. the normal is tilted from n by the smallest angle that puts both points on the surfaces.
+  Of the normals on both sides of a kink the one with the least axial part is used. Dropped where that point leaves the cylindrical part or n is along the axis.
+  """
+  q, n_out, sd = closest(c)
+  depth = radius - sd
+  seg = e1 - e0
+  length = safe.norm(seg)
+  axis = safe.normalize(seg, fallback=_ez(c.dtype))
+  alpha = jnp.dot(n_out, axis)
+  # On a kink the face normal on either side of c is a valid one with the same depth: take the
+  # one with the least axial part (its surface point q = c - sd n, exact for the flat faces and
+  # to O(1e-12) for the curved ones at this probe distance).
+  for probe in (-1e-6, 1e-6):
+    n_side = closest(c + probe * seg)[1]
+    alpha_side = jnp.dot(n_side, axis)
+    better = (sd < 0.0) & (jnp.abs(alpha_side) < jnp.abs(alpha) - 1e-3)
+    q = jnp.where(better, c - sd * n_side, q)
+    n_out = jnp.where(better, n_side, n_out)
+    alpha = jnp.where(better, alpha_side, alpha)
+  m = safe.normalize(n_out - alpha * axis, fallback=n_out)
+  beta = jnp.dot(n_out, m)
+  g = jnp.maximum(-sd, 0.0)
+  # |q - x_B|^2 = (s - g alpha)^2 + (g beta + r)^2 = (r + g)^2
+  disc = jnp.maximum(g * g * alpha * alpha + 2.0 * radius * g * (1.0 - beta), 0.0)
+  root = jnp.where(disc > 0.0, jnp.sqrt(jnp.where(disc > 0.0, disc, 1.0)), 0.0)
+  s = g * alpha - jnp.sign(alpha) * root
+  inside = sd < 0.0
+  x_b = jnp.where(inside, c + s * axis - radius * m, c - radius * n_out)
+  n = jnp.where(inside, safe.normalize(x_b - q, fallback=-n_out), -n_out)
+  u = t * length + s
+  on_cylinder = ~inside | ((u >= 0.0) & (u <= length) & (beta > 1e-6))
+  return _one(0.5 * (q + x_b), n, depth, (depth >= -margin) & on_cylinder)
+
+
 def _shape_capsule(type_a):
   closest_to = _POINT_CLOSEST[type_a]
 
@@ -509,10 +552,11 @@ def _shape_capsule(type_a):
       ends[i] = _one(x - 0.5 * d * n, n, d, d >= -margin)
     end_depth = jnp.max(jnp.where(jnp.concatenate([c.valid for c in ends[:2]]),
                                   jnp.concatenate([c.depth for c in ends[:2]]), -jnp.inf))
-    middle = ends[2]
+    middle = _axis_point_contact(closest, spheres[2], t, e0, e1, size_b[0], margin)
     scale = bounding_radius(type_a, size_a) + bounding_radius(CA, size_b)
-    # The interior point is kept only where it is deeper than both end spheres.
-    middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-6 * scale))
+    # The interior point is kept only where it is deeper than both end spheres (a threshold far
+    # below the 1e-6 accuracy, so that a minimum just inside an end is not lost).
+    middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-10 * scale))
     return _concat(ends[0], ends[1], middle)
   fn.__name__ = f"collide_{ShapeType(type_a).name.lower()}_capsule"
   fn.__doc__ = ("Exact sphere contacts of the capsule's two end spheres and of the deepest "
