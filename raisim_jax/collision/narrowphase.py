@@ -499,7 +499,7 @@ def _convex(type_a, type_b):
     # MPR's portal depth is an upper bound of the penetration for deep contacts: polish the
     # normal by minimising the support overlap f(n) = h_B(n) + h_A(-n) around it.
     n_s, depth_s, xa_s, xb_s = _min_overlap(sup_a, sup_b, n)
-    better = hit & (depth_s < depth)
+    better = hit  # f(n) >= the true depth; MPR's portal depth can fall below it when unconverged
     # Contact point along the polished normal: where a support is not unique (a face or an
     # edge along n) s_B - s_A has a part across n. Candidates: x_A = s_A + lam w (w that part,
     # lam in 0..1) and MPR's portal point, each at A's support level with x_B = x_A + depth n;
