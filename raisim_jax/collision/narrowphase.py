@@ -440,6 +440,53 @@ def collide_box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
 # ---------------------------------------------------------------------------------------------
 # General convex pairs: MPR (one point), plus exact end-sphere contacts for capsules.
 
+OVERLAP_ITERATIONS = 40
+_COMPASS = jnp.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0],
+                      [0.7071067811865476, 0.7071067811865476], [-0.7071067811865476, 0.7071067811865476],
+                      [0.7071067811865476, -0.7071067811865476], [-0.7071067811865476, -0.7071067811865476]])
+
+
+def _min_overlap(sup_a, sup_b, n0):
+  """Local minimum of the support overlap f(n) = (s_B(n) - s_A(-n)) . n near the unit n0.
+
+  Pattern (compass) search in the tangent plane of n0, n = normalize(n0 + u t1 + v t2), 8
+  directions, step halved when no direction improves; OVERLAP_ITERATIONS fixed steps. Returns
+  (n, f(n), s_A(-n), s_B(n)); at a minimum s_B - s_A is along n (the contact's two points).
+  """
+  dtype = n0.dtype
+  ex = jnp.array([1.0, 0.0, 0.0], dtype)
+  ey = jnp.array([0.0, 1.0, 0.0], dtype)
+  t1 = safe.normalize(jnp.cross(n0, jnp.where(jnp.abs(n0[0]) < 0.9, ex, ey)), fallback=ey)
+  t2 = jnp.cross(n0, t1)
+
+  def direction(uv):
+    return safe.normalize(n0 + uv[0] * t1 + uv[1] * t2, fallback=n0)
+
+  def f(uv):
+    nv = direction(uv)
+    return jnp.dot(sup_b(nv) - sup_a(-nv), nv)
+
+  compass = _COMPASS.astype(dtype)
+
+  def body(_, state):
+    uv, fv, h = state
+    cand = uv + h * compass
+    vals = jax.vmap(f)(cand)
+    k = jnp.argmin(vals)
+    improved = vals[k] < fv
+    return (jnp.where(improved, cand[k], uv), jnp.where(improved, vals[k], fv),
+            jnp.where(improved, h, 0.5 * h))
+
+  uv0 = jnp.zeros(2, dtype)
+  uv, _, _ = jax.lax.fori_loop(0, OVERLAP_ITERATIONS, body, (uv0, f(uv0), jnp.asarray(0.25, dtype)))
+  # The search's path carries no gradient: at a minimum of f the depth's derivative is the
+  # partial one at fixed (u, v) (envelope theorem), taken through the evaluation below.
+  uv = jax.lax.stop_gradient(uv)
+  nv = direction(uv)
+  sa, sb = sup_a(-nv), sup_b(nv)
+  return nv, jnp.dot(sb - sa, nv), sa, sb
+
+
 def _convex(type_a, type_b):
   def fn(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
     scale = bounding_radius(type_a, size_a) + bounding_radius(type_b, size_b)
@@ -447,8 +494,28 @@ def _convex(type_a, type_b):
     def sup_a(dvec):  # A inflated by the margin, so touching within the margin is a hit
       return support(type_a, size_a, R_a, p_a, dvec) + margin * safe.normalize(dvec)
 
-    hit, n, depth, xa, xb = _mpr.mpr(sup_a, lambda dvec: support(type_b, size_b, R_b, p_b, dvec),
-                                     p_a, p_b, tolerance=1e-9 * scale)
+    sup_b = lambda dvec: support(type_b, size_b, R_b, p_b, dvec)
+    hit, n, depth, xa, xb = _mpr.mpr(sup_a, sup_b, p_a, p_b, tolerance=1e-9 * scale)
+    # MPR's portal depth is an upper bound of the penetration for deep contacts: polish the
+    # normal by minimising the support overlap f(n) = h_B(n) + h_A(-n) around it.
+    n_s, depth_s, xa_s, xb_s = _min_overlap(sup_a, sup_b, n)
+    better = hit  # f(n) >= the true depth; MPR's portal depth can fall below it when unconverged
+    # Contact point along the polished normal: where a support is not unique (a face or an
+    # edge along n) s_B - s_A has a part across n. Candidates: x_A = s_A + lam w (w that part,
+    # lam in 0..1) and MPR's portal point, each at A's support level with x_B = x_A + depth n;
+    # the one whose two points lie best on/in the shapes (least max SDF) is used.
+    w = (xb_s - xa_s) - jnp.dot(xb_s - xa_s, n_s) * n_s
+    mid_mpr = 0.5 * (xa + xb)
+    mpr_base = mid_mpr - jnp.dot(mid_mpr - xa_s, n_s) * n_s
+    bases = jnp.stack([xa_s + lam * w for lam in (0.0, 0.25, 0.5, 0.75, 1.0)] + [mpr_base])
+    sdf_a = lambda x: _POINT_CLOSEST[type_a](x, size_a, R_a, p_a)[2]
+    sdf_b = lambda x: _POINT_CLOSEST[type_b](x, size_b, R_b, p_b)[2]
+    score = jax.vmap(lambda x: jnp.maximum(sdf_a(x), sdf_b(x + depth_s * n_s)))(bases)
+    base = bases[jnp.argmin(score)]
+    n = jnp.where(better, n_s, n)
+    xa = jnp.where(better, base, xa)
+    xb = jnp.where(better, base + depth_s * n_s, xb)
+    depth = jnp.where(better, depth_s, depth)
     depth = depth - margin
     xa = xa + margin * n
     return _one(0.5 * (xa + xb), n, depth, hit & (depth >= -margin))
@@ -492,6 +559,49 @@ def _deepest_on_segment(closest, e0, e1):
   return 0.5 * (lo + hi)
 
 
+def _axis_point_contact(closest, c, t, e0, e1, radius, margin):
+  """Contact of the capsule's axis point c = e0 + t (e1 - e0) (the SDF minimiser), shape = A.
+
+  Depth r - sd(c) is exact. Where the SDF is smooth at an interior minimiser its normal is
+  perpendicular to the axis and the sphere point c - r n lies on the capsule. Inside the shape
+  the minimum can sit on a kink of the SDF (two faces equally close) with a normal n that has
+  an axial part (alpha = n . axis); c - r n is then inside the capsule. The contact keeps the
+  exact depth and A's exact surface point q and takes the capsule's cylinder point
+  x_B = c + s axis - r m (m: radial part of n) at distance r - sd from q (one quadratic in s),
+  i.e. the normal is tilted from n by the smallest angle that puts both points on the surfaces.
+  Of the normals on both sides of a kink the one with the least axial part is used. Dropped where that point leaves the cylindrical part or n is along the axis.
+  """
+  q, n_out, sd = closest(c)
+  depth = radius - sd
+  seg = e1 - e0
+  length = safe.norm(seg)
+  axis = safe.normalize(seg, fallback=_ez(c.dtype))
+  alpha = jnp.dot(n_out, axis)
+  # On a kink the face normal on either side of c is a valid one with the same depth: take the
+  # one with the least axial part (its surface point q = c - sd n, exact for the flat faces and
+  # to O(1e-12) for the curved ones at this probe distance).
+  for probe in (-1e-6, 1e-6):
+    n_side = closest(c + probe * seg)[1]
+    alpha_side = jnp.dot(n_side, axis)
+    better = (sd < 0.0) & (jnp.abs(alpha_side) < jnp.abs(alpha) - 1e-3)
+    q = jnp.where(better, c - sd * n_side, q)
+    n_out = jnp.where(better, n_side, n_out)
+    alpha = jnp.where(better, alpha_side, alpha)
+  m = safe.normalize(n_out - alpha * axis, fallback=n_out)
+  beta = jnp.dot(n_out, m)
+  g = jnp.maximum(-sd, 0.0)
+  # |q - x_B|^2 = (s - g alpha)^2 + (g beta + r)^2 = (r + g)^2
+  disc = jnp.maximum(g * g * alpha * alpha + 2.0 * radius * g * (1.0 - beta), 0.0)
+  root = jnp.where(disc > 0.0, jnp.sqrt(jnp.where(disc > 0.0, disc, 1.0)), 0.0)
+  s = g * alpha - jnp.sign(alpha) * root
+  inside = sd < 0.0
+  x_b = jnp.where(inside, c + s * axis - radius * m, c - radius * n_out)
+  n = jnp.where(inside, safe.normalize(x_b - q, fallback=-n_out), -n_out)
+  u = t * length + s
+  on_cylinder = ~inside | ((u >= 0.0) & (u <= length) & (beta > 1e-6))
+  return _one(0.5 * (q + x_b), n, depth, (depth >= -margin) & on_cylinder)
+
+
 def _shape_capsule(type_a):
   closest_to = _POINT_CLOSEST[type_a]
 
@@ -509,10 +619,11 @@ def _shape_capsule(type_a):
       ends[i] = _one(x - 0.5 * d * n, n, d, d >= -margin)
     end_depth = jnp.max(jnp.where(jnp.concatenate([c.valid for c in ends[:2]]),
                                   jnp.concatenate([c.depth for c in ends[:2]]), -jnp.inf))
-    middle = ends[2]
+    middle = _axis_point_contact(closest, spheres[2], t, e0, e1, size_b[0], margin)
     scale = bounding_radius(type_a, size_a) + bounding_radius(CA, size_b)
-    # The interior point is kept only where it is deeper than both end spheres.
-    middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-6 * scale))
+    # The interior point is kept only where it is deeper than both end spheres (a threshold far
+    # below the 1e-6 accuracy, so that a minimum just inside an end is not lost).
+    middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-10 * scale))
     return _concat(ends[0], ends[1], middle)
   fn.__name__ = f"collide_{ShapeType(type_a).name.lower()}_capsule"
   fn.__doc__ = ("Exact sphere contacts of the capsule's two end spheres and of the deepest "

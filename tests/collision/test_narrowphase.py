@@ -130,9 +130,7 @@ def check_pair(pair, count, seed):
   return poses, out
 
 
-KNOWN_GAPS = {  # documented in docs/narrowphase.md
-    (orc.CYLINDER, orc.CYLINDER): "MPR portal point off the surfaces on some deep poses",
-}
+KNOWN_GAPS = {}  # pair -> reason (xfail), documented in docs/narrowphase.md
 
 
 def _params(pairs):
