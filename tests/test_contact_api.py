@@ -1,7 +1,6 @@
 """RaiSim's Contact API on a resting ball, a box on a box, and the contact problem, checked
 against closed-form geometry and impulses (float64)."""
 
-import jax
 import numpy as np
 import pytest
 

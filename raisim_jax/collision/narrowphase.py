@@ -387,7 +387,6 @@ def _face_manifold(hR, RR, pR, k, nr, hI, RI, pI, margin):
 
 def collide_box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   """SAT over 15 axes. Face axis: reference-face clipping, up to 8 points. Edge axis: 1 point."""
-  dtype = p_a.dtype
   ha, hb = 0.5 * size_a[:3], 0.5 * size_b[:3]
   d = p_a - p_b
   cross = jnp.cross(R_a.T[:, None, :], R_b.T[None, :, :]).reshape(9, 3)

@@ -59,7 +59,7 @@ def support_local(shape_type, size, d):
     radial = _unit(d.at[2].set(0.0), _EX.astype(d.dtype))
     return size[0] * radial + z * (0.5 * size[1] * _sign(d[2]))
   if t == ShapeType.CONE:
-    r, h = size[0], size[1]
+    h = size[1]
     radial = _unit(d.at[2].set(0.0), _EX.astype(d.dtype))
     rim = size[0] * radial - z * (0.25 * h)
     apex = z * (0.75 * h)

@@ -241,7 +241,6 @@ def _solve_single_contact_jvp(primals, tangents):
   # Slide: implicit function theorem on H(x; p) = 0, x = (rho, theta).
   x = jnp.stack([rho, theta])
   H_x = jax.jacfwd(lambda x: _slide_equations(x, G, c_prime, mu, target)[0])(x)   # (2, 2)
-  zero_x = jnp.zeros_like(x)
   (_, _), (dH_p, dlam_p) = jax.jvp(
       lambda G, c, m, t: _slide_equations(x, G, c, m, t), (G, c_prime, mu, target),
       (dG, dc, dmu, dtarget))

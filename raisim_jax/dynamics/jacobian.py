@@ -6,7 +6,6 @@ Sdot (kinematics) and r_dot. Shapes: (3, nv). `body` / `frame` may be ints or tr
 """
 
 import jax.numpy as jnp
-import numpy as np
 
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics import tree as tree_lib

@@ -1,7 +1,6 @@
 """M, h, ABA, RNEA, body poses, frame Jacobians, COM and energies vs Pinocchio (1e-9 rel)."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -1,7 +1,6 @@
 """The convention conversion itself: T orthogonal, kinetic energy invariant, M consistent."""
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from tests.articulated.robots import random_state, robot
