@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from raisim_jax import struct
+from raisim_jax.math import rotation
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
 # halvings inside the chosen cell (cell width 2*pi/32 = 0.2 rad; 2^-30 of that ~ 2e-10 rad,
@@ -89,21 +90,6 @@ def bounce_velocity(restitution, threshold, impact_speed):
 # Local 3-D problem
 
 
-def _inverse3(G):
-  """Adjugate inverse of a 3x3 matrix with a guarded determinant (finite for singular G)."""
-  a, b, c = G[0, 0], G[0, 1], G[0, 2]
-  d, e, f = G[1, 0], G[1, 1], G[1, 2]
-  g, h, i = G[2, 0], G[2, 1], G[2, 2]
-  adj = jnp.array([
-      [e * i - f * h, c * h - b * i, b * f - c * e],
-      [f * g - d * i, a * i - c * g, c * d - a * f],
-      [d * h - e * g, b * g - a * h, a * e - b * d],
-  ])
-  det = a * adj[0, 0] + b * adj[1, 0] + c * adj[2, 0]
-  det = jnp.where(det == 0, 1.0, det)
-  return adj / det
-
-
 def _slide_terms(G, b, mu, cs, sn):
   """For a cone-boundary point lambda = rho (mu cos t, mu sin t, 1) with v_z = 0.
 
@@ -134,7 +120,7 @@ def _solve_single_primal(G, c_prime, mu, target):
   """
   dtype = c_prime.dtype
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
-  G_inv = _inverse3(G)
+  G_inv = rotation.inverse3(G)
   lam_stick = -jnp.sum(G_inv * b[None, :], axis=1)
   tangential_stick_sq = lam_stick[0] ** 2 + lam_stick[1] ** 2
   is_open = b[2] >= 0
@@ -234,7 +220,7 @@ def _solve_single_contact_jvp(primals, tangents):
   # Stick: lambda = -G^-1 b, differentiated directly.
   def stick(G, c_prime, target):
     b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
-    return -_inverse3(G) @ b
+    return -rotation.inverse3(G) @ b
 
   _, dlam_stick = jax.jvp(stick, (G, c_prime, target), (dG, dc, dtarget))
 

@@ -32,7 +32,10 @@ def rpy_to_matrix(rpy):
 
 
 def inverse3(matrix):
-  """Inverse of (..., 3, 3) matrices by cofactors (much faster than a batched LAPACK call)."""
+  """Inverse of (..., 3, 3) matrices by cofactors (much faster than a batched LAPACK call).
+
+  A zero determinant is replaced by 1, so singular input (e.g. a padded contact block) gives
+  the finite adjugate instead of inf/NaN."""
   m = matrix
   cofactor_rows = jnp.stack([
       jnp.cross(m[..., 1, :], m[..., 2, :]),
@@ -40,4 +43,5 @@ def inverse3(matrix):
       jnp.cross(m[..., 0, :], m[..., 1, :]),
   ], axis=-2)
   determinant = jnp.sum(m[..., 0, :] * cofactor_rows[..., 0, :], axis=-1)
+  determinant = jnp.where(determinant == 0, 1.0, determinant)
   return jnp.swapaxes(cofactor_rows, -1, -2) / determinant[..., None, None]
