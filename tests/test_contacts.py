@@ -145,6 +145,24 @@ def _sphere_pyramid(dtype):
   return world, spheres
 
 
+def _curved_stack(dtype):
+  """Flat contacts of curved shapes: a cylinder standing on a box, a cone standing on that
+  cylinder's cap and a cylinder lying on its side on the box (feature manifolds)."""
+  world = rj.World(dtype=dtype)
+  world.setTimeStep(1e-3)
+  world.addGround()
+  box = world.addBox(1.0, 1.0, 0.4, 2.0)
+  box.setPosition(0, 0, 0.2)
+  standing = world.addCylinder(0.15, 0.5, 1.0)
+  standing.setPosition(0.2, 0.1, 0.65)
+  cone = world.addCone(0.2, 0.4, 0.5)
+  cone.setPosition(0.2, 0.1, 0.9 + 0.1)  # base on the cap, COM a quarter height above it
+  lying = world.addCylinder(0.1, 0.6, 1.0)
+  lying.setPosition(-0.3, 0.0, 0.5)
+  lying.setOrientation(np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0)
+  return world, [box, standing, cone, lying]
+
+
 def _rest_check(build, dtype, seconds, tolerance):
   world, bodies = build(dtype)
   start = np.array([b.getPosition() for b in bodies])
@@ -169,9 +187,15 @@ def test_sphere_pyramid_rests_for_2_seconds(dtype):
   _rest_check(_sphere_pyramid, dtype, 2.0, 1e-3)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_cylinders_and_cone_rest_flat_on_box_and_cap_for_2_seconds(dtype):
+  _rest_check(_curved_stack, dtype, 2.0, 1e-3)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
-@pytest.mark.parametrize("build", [_box_stack, _sphere_pyramid], ids=["boxes", "spheres"])
+@pytest.mark.parametrize("build", [_box_stack, _sphere_pyramid, _curved_stack],
+                         ids=["boxes", "spheres", "cylinders-cone"])
 def test_stacks_rest_for_10_seconds(build, dtype):
   _rest_check(build, dtype, 10.0, 1e-3)
 

@@ -18,8 +18,9 @@ ShapeType code order; `collide` dispatches any order by swapping and flipping th
 import jax
 import jax.numpy as jnp
 
-from raisim_jax.collision import mpr as _mpr
-from raisim_jax.collision.shapes import ShapeType, support, bounding_radius
+from raisim_jax.collision import feature_manifold as _features
+from raisim_jax.collision import overlap as _overlap
+from raisim_jax.collision.shapes import ShapeType, bounding_radius
 from raisim_jax.math import safe
 from raisim_jax.struct import dataclass
 
@@ -437,89 +438,20 @@ def collide_box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
 
 
 # ---------------------------------------------------------------------------------------------
-# General convex pairs: MPR (one point), plus exact end-sphere contacts for capsules.
-
-OVERLAP_ITERATIONS = 40
-_COMPASS = jnp.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0],
-                      [0.7071067811865476, 0.7071067811865476], [-0.7071067811865476, 0.7071067811865476],
-                      [0.7071067811865476, -0.7071067811865476], [-0.7071067811865476, -0.7071067811865476]])
-
-
-def _min_overlap(sup_a, sup_b, n0):
-  """Local minimum of the support overlap f(n) = (s_B(n) - s_A(-n)) . n near the unit n0.
-
-  Pattern (compass) search in the tangent plane of n0, n = normalize(n0 + u t1 + v t2), 8
-  directions, step halved when no direction improves; OVERLAP_ITERATIONS fixed steps. Returns
-  (n, f(n), s_A(-n), s_B(n)); at a minimum s_B - s_A is along n (the contact's two points).
-  """
-  dtype = n0.dtype
-  ex = jnp.array([1.0, 0.0, 0.0], dtype)
-  ey = jnp.array([0.0, 1.0, 0.0], dtype)
-  t1 = safe.normalize(jnp.cross(n0, jnp.where(jnp.abs(n0[0]) < 0.9, ex, ey)), fallback=ey)
-  t2 = jnp.cross(n0, t1)
-
-  def direction(uv):
-    return safe.normalize(n0 + uv[0] * t1 + uv[1] * t2, fallback=n0)
-
-  def f(uv):
-    nv = direction(uv)
-    return jnp.dot(sup_b(nv) - sup_a(-nv), nv)
-
-  compass = _COMPASS.astype(dtype)
-
-  def body(_, state):
-    uv, fv, h = state
-    cand = uv + h * compass
-    vals = jax.vmap(f)(cand)
-    k = jnp.argmin(vals)
-    improved = vals[k] < fv
-    return (jnp.where(improved, cand[k], uv), jnp.where(improved, vals[k], fv),
-            jnp.where(improved, h, 0.5 * h))
-
-  uv0 = jnp.zeros(2, dtype)
-  uv, _, _ = jax.lax.fori_loop(0, OVERLAP_ITERATIONS, body, (uv0, f(uv0), jnp.asarray(0.25, dtype)))
-  # The search's path carries no gradient: at a minimum of f the depth's derivative is the
-  # partial one at fixed (u, v) (envelope theorem), taken through the evaluation below.
-  uv = jax.lax.stop_gradient(uv)
-  nv = direction(uv)
-  sa, sb = sup_a(-nv), sup_b(nv)
-  return nv, jnp.dot(sb - sa, nv), sa, sb
+# Box/cylinder/cone pairs: minimum support overlap (exact normal, depth and points) and a
+# feature manifold (rim points, corners, side-line ends) around it.
 
 
 def _convex(type_a, type_b):
   def fn(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
-    scale = bounding_radius(type_a, size_a) + bounding_radius(type_b, size_b)
-
-    def sup_a(dvec):  # A inflated by the margin, so touching within the margin is a hit
-      return support(type_a, size_a, R_a, p_a, dvec) + margin * safe.normalize(dvec)
-
-    sup_b = lambda dvec: support(type_b, size_b, R_b, p_b, dvec)
-    hit, n, depth, xa, xb = _mpr.mpr(sup_a, sup_b, p_a, p_b, tolerance=1e-9 * scale)
-    # MPR's portal depth is an upper bound of the penetration for deep contacts: polish the
-    # normal by minimising the support overlap f(n) = h_B(n) + h_A(-n) around it.
-    n_s, depth_s, xa_s, xb_s = _min_overlap(sup_a, sup_b, n)
-    better = hit  # f(n) >= the true depth; MPR's portal depth can fall below it when unconverged
-    # Contact point along the polished normal: where a support is not unique (a face or an
-    # edge along n) s_B - s_A has a part across n. Candidates: x_A = s_A + lam w (w that part,
-    # lam in 0..1) and MPR's portal point, each at A's support level with x_B = x_A + depth n;
-    # the one whose two points lie best on/in the shapes (least max SDF) is used.
-    w = (xb_s - xa_s) - jnp.dot(xb_s - xa_s, n_s) * n_s
-    mid_mpr = 0.5 * (xa + xb)
-    mpr_base = mid_mpr - jnp.dot(mid_mpr - xa_s, n_s) * n_s
-    bases = jnp.stack([xa_s + lam * w for lam in (0.0, 0.25, 0.5, 0.75, 1.0)] + [mpr_base])
-    sdf_a = lambda x: _POINT_CLOSEST[type_a](x, size_a, R_a, p_a)[2]
-    sdf_b = lambda x: _POINT_CLOSEST[type_b](x, size_b, R_b, p_b)[2]
-    score = jax.vmap(lambda x: jnp.maximum(sdf_a(x), sdf_b(x + depth_s * n_s)))(bases)
-    base = bases[jnp.argmin(score)]
-    n = jnp.where(better, n_s, n)
-    xa = jnp.where(better, base, xa)
-    xb = jnp.where(better, base + depth_s * n_s, xb)
-    depth = jnp.where(better, depth_s, depth)
-    depth = depth - margin
-    xa = xa + margin * n
-    return _one(0.5 * (xa + xb), n, depth, hit & (depth >= -margin))
+    n, depth, x_a, x_b = _overlap.minimum_overlap(type_a, size_a, R_a, p_a,
+                                                  type_b, size_b, R_b, p_b)
+    position, normal, depths, valid = _features.manifold(
+        type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, n, depth, x_a, x_b, margin)
+    return ContactPoints(position, normal, depths, valid)
   fn.__name__ = f"collide_{ShapeType(type_a).name.lower()}_{ShapeType(type_b).name.lower()}"
-  fn.__doc__ = "MPR (fixed iterations): one contact point."
+  fn.__doc__ = ("Exact minimum-overlap contact (collision/overlap.py) plus the support-feature "
+                "manifold (collision/feature_manifold.py): up to 9 points.")
   return fn
 
 
@@ -653,9 +585,9 @@ PAIRS = {
 
 NUM_POINTS = {
     (S, S): 1, (S, B): 1, (S, CY): 1, (S, CO): 1, (S, CA): 1, (S, H): 1,
-    (B, B): 8, (B, CY): 1, (B, CO): 1, (B, CA): 3, (B, H): 4,
-    (CY, CY): 1, (CY, CO): 1, (CY, CA): 3, (CY, H): 4,
-    (CO, CO): 1, (CO, CA): 3, (CO, H): 4,
+    (B, B): 8, (B, CY): 9, (B, CO): 9, (B, CA): 3, (B, H): 4,
+    (CY, CY): 9, (CY, CO): 9, (CY, CA): 3, (CY, H): 4,
+    (CO, CO): 9, (CO, CA): 3, (CO, H): 4,
     (CA, CA): 2, (CA, H): 2,
 }
 

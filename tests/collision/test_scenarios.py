@@ -10,7 +10,7 @@ from raisim_jax.collision import narrowphase as nph
 from raisim_jax.collision import shapes
 from raisim_jax.collision.shapes import ShapeType as T
 from tests.collision import oracle as orc
-from tests.collision.test_narrowphase import MPR_PAIRS, PAIRS, pair_id
+from tests.collision.test_narrowphase import OVERLAP_PAIRS, PAIRS, pair_id
 
 I3 = jnp.eye(3)
 
@@ -71,6 +71,51 @@ def test_cone_standing_on_base_gives_rim_points():
   np.testing.assert_allclose(np.hypot(rim[:, 0], rim[:, 1]), 0.3, atol=1e-12)
 
 
+def _flat_manifold(cp, depth, normal):
+  """Valid points of a resting contact: all at `depth` along `normal`; returns their positions."""
+  valid = np.asarray(cp.valid)
+  np.testing.assert_allclose(np.asarray(cp.depth)[valid], depth, atol=1e-9)
+  np.testing.assert_allclose(np.asarray(cp.normal)[valid], np.tile(normal, (valid.sum(), 1)),
+                             atol=1e-9)
+  return np.asarray(cp.position)[valid]
+
+
+def test_cylinder_standing_on_box_gives_its_rim_points():
+  cp = nph.collide(T.CYLINDER, T.BOX, size(0.3, 1.0), I3, jnp.array([0.1, 0.2, 0.999]),
+                   size(2.0, 2.0, 1.0), I3, jnp.zeros(3))
+  pts = _flat_manifold(cp, 0.001, [0, 0, 1.0])
+  np.testing.assert_allclose(pts[:, 2], 0.4995, atol=1e-9)
+  radius = np.hypot(pts[:, 0] - 0.1, pts[:, 1] - 0.2)
+  assert np.sum(np.abs(radius - 0.3) < 1e-9) == 4 and np.all(radius <= 0.3 + 1e-9)
+
+
+def test_box_on_cylinder_cap_gives_its_corners_and_cone_on_cap_its_rim():
+  R = jnp.asarray(Rotation.from_euler("z", 0.4).as_matrix())
+  cp = nph.collide(T.BOX, T.CYLINDER, size(0.4, 0.2, 0.2), R, jnp.array([0.1, 0.0, 0.5999]),
+                   size(0.5, 1.0), I3, jnp.zeros(3))
+  pts = _flat_manifold(cp, 1e-4, [0, 0, 1.0])
+  local = (pts[:, :2] - [0.1, 0.0]) @ np.asarray(R)[:2, :2]
+  corners = np.all(np.isclose(np.abs(local), [0.2, 0.1], atol=1e-9), axis=1)
+  assert corners.sum() == 4
+  cp = nph.collide(T.CONE, T.CYLINDER, size(0.2, 0.4), I3, jnp.array([0.0, 0.1, 0.5 + 0.1 - 1e-4]),
+                   size(0.5, 1.0), I3, jnp.zeros(3))
+  pts = _flat_manifold(cp, 1e-4, [0, 0, 1.0])
+  assert np.sum(np.isclose(np.hypot(pts[:, 0], pts[:, 1] - 0.1), 0.2, atol=1e-9)) == 4
+
+
+def test_cylinder_lying_on_box_and_on_a_parallel_cylinder_gives_its_line_ends():
+  R = jnp.asarray(Rotation.from_euler("x", np.pi / 2).as_matrix())  # axis along -y
+  cp = nph.collide(T.CYLINDER, T.BOX, size(0.1, 0.6), R, jnp.array([0.2, 0.0, 0.5 + 0.1 - 1e-3]),
+                   size(2.0, 2.0, 1.0), I3, jnp.zeros(3))
+  pts = _flat_manifold(cp, 1e-3, [0, 0, 1.0])
+  np.testing.assert_allclose(pts[:, 0], 0.2, atol=1e-9)
+  assert {-0.3, 0.3} <= set(np.round(pts[:, 1], 9))
+  cp = nph.collide(T.CYLINDER, T.CYLINDER, size(0.1, 0.6), R, jnp.array([0.0, 0.2, 0.2 - 1e-3]),
+                   size(0.1, 0.6), R, jnp.zeros(3))
+  pts = _flat_manifold(cp, 1e-3, [0, 0, 1.0])
+  assert {-0.1, 0.3} <= set(np.round(pts[:, 1], 9))  # the two ends of the overlap
+
+
 def test_capsule_lying_on_ground_and_parallel_capsules_give_two_points():
   R = jnp.asarray(Rotation.from_euler("x", np.pi / 2).as_matrix())
   cp = nph.collide(T.CAPSULE, T.HALFSPACE, size(0.2, 1.0), R, jnp.array([0, 0, 0.199]),
@@ -83,12 +128,7 @@ def test_capsule_lying_on_ground_and_parallel_capsules_give_two_points():
   np.testing.assert_allclose(cp.depth, 0.001, atol=1e-12)
 
 
-def _slow_for_mpr(pairs):
-  """MPR pairs compile slowly: their extra variants run with -m slow (2-core budget)."""
-  return [pytest.param(p, marks=pytest.mark.slow) if p in MPR_PAIRS else p for p in pairs]
-
-
-@pytest.mark.parametrize("pair", _slow_for_mpr(PAIRS), ids=pair_id)
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
 def test_swapped_arguments_flip_the_normal(pair):
   ta, tb = pair
   if tb == orc.HALFSPACE:
@@ -97,10 +137,18 @@ def test_swapped_arguments_flip_the_normal(pair):
   args = [jnp.asarray(x) for x in orc.random_pose_pair(ta, tb, rng, (0.8, 0.9))]
   ab = nph.collide(ta, tb, *args)
   ba = nph.collide(tb, ta, *args[3:], *args[:3])
-  tol = 2e-2 if pair in MPR_PAIRS else 1e-12  # MPR starts from c_A - c_B: not symmetric
-  np.testing.assert_allclose(ab.normal, -ba.normal, atol=tol)
-  np.testing.assert_allclose(ab.depth, ba.depth, atol=tol)
-  np.testing.assert_allclose(ab.position, ba.position, atol=tol)
+  if pair in OVERLAP_PAIRS:
+    # The manifold lists A's feature vertices before B's: compare the point sets.
+    np.testing.assert_array_equal(ab.valid[0], ba.valid[0])
+    np.testing.assert_allclose(ab.normal[0], -ba.normal[0], atol=1e-8)
+    np.testing.assert_allclose(ab.depth[0], ba.depth[0], atol=1e-9)
+    np.testing.assert_allclose(ab.position[0], ba.position[0], atol=1e-8)
+    key = lambda cp: sorted(map(tuple, np.round(np.asarray(cp.position[cp.valid]), 7)))
+    assert key(ab) == key(ba)
+    return
+  np.testing.assert_allclose(ab.normal, -ba.normal, atol=1e-12)
+  np.testing.assert_allclose(ab.depth, ba.depth, atol=1e-12)
+  np.testing.assert_allclose(ab.position, ba.position, atol=1e-12)
 
 
 def test_ground_first_and_max_points_padding():

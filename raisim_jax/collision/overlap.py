@@ -1,0 +1,206 @@
+"""Signed penetration depth of two convex shapes: the minimum support overlap.
+
+For shapes A and B with support functions h_A, h_B (h(n) = max_{x in shape} x . n), the support
+overlap along a unit normal n (pointing from B to A) is
+
+    f(n) = h_B(n) + h_A(-n).
+
+Moving A by f(n) n separates the pair along n, so min_n f(n) is the penetration depth (the
+minimum translational distance) when the shapes overlap and minus their distance when they are
+apart (min_n f = -dist(0, B - A) by the separating-hyperplane theorem). The minimiser n* is the
+contact normal, and the points of A and B whose difference is f(n*) n* are the contact's two
+surface points.
+
+f is piecewise smooth: box support functions have kinks on the great circles n . u_i = 0
+(face and edge contacts sit on them), cylinders and cones on n . a = 0, at n = +-a and on the
+cone's side-normal circle. A local minimum on a kink is where Newton's method stalls, so the
+minimisation runs on a smoothed overlap f_eps in which every |x| is sqrt(x^2 + eps^2) and every
+max(x, y) is (x + y)/2 + sqrt(((x - y)/2)^2 + eps^2). Each smoothing lies above the exact term by
+at most eps times its coefficient, so f <= f_eps <= f + C eps (C = sum of the shapes' half
+sizes): the exact overlap at the smoothed minimiser is within C eps of the true minimum,
+whatever the kinks. eps is lowered geometrically (continuation) while damped Newton steps
+follow the minimiser, from the best few of a fixed set of starting normals (both shapes' face
+and axis directions, their cross products, the centre line and a Fibonacci sphere), because f
+has several local minima when the shapes overlap (one per face of a box).
+
+The two contact points are the gradients of the smoothed support functions at the final normal
+(points of the shapes: on the support feature, and for a face the point facing the other
+shape's support point). The search runs under stop_gradient; the depth's derivative is that of
+f at the fixed minimiser (envelope theorem).
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from raisim_jax.collision.shapes import ShapeType
+
+STEPS_PER_LEVEL = 6
+EPS_START = 1e-2
+EPS_RATIO = 0.1
+FIBONACCI_STARTS = 40
+NEWTON_STARTS = 6
+FINAL_STEPS = 8
+_LINE_SEARCH = tuple(0.5 ** k for k in range(0, 30)) + (0.0,)
+
+
+def _eps_final(dtype):
+  return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 1e-4
+
+
+def num_levels(dtype):
+  """Static number of continuation levels from EPS_START down to the dtype's final eps."""
+  return int(round(math.log(_eps_final(dtype) / EPS_START) / math.log(EPS_RATIO))) + 1
+
+
+def _soft_abs(x, eps):
+  return jnp.sqrt(x * x + eps * eps)
+
+
+def smoothed_support_value(shape_type, size, v, eps):
+  """Smoothed support function h_eps(v) of a shape in its own frame (v (3,), any length).
+
+  h <= h_eps <= h + eps * (sum of the half sizes); eps = 0 gives the exact support function
+  (then with the kinks of |x|). Shapes: BOX, CYLINDER, CONE (RaiSim's objectParam `size`).
+  """
+  t = ShapeType(shape_type)
+  if t == ShapeType.BOX:
+    return jnp.sum(0.5 * size[:3] * _soft_abs(v, eps))
+  radial = jnp.sqrt(v[0] * v[0] + v[1] * v[1] + eps * eps)
+  r, h = size[0], size[1]
+  if t == ShapeType.CYLINDER:
+    return r * radial + 0.5 * h * _soft_abs(v[2], eps)
+  if t == ShapeType.CONE:
+    apex = 0.75 * h * v[2]
+    rim = -0.25 * h * v[2] + r * radial
+    return 0.5 * (apex + rim) + _soft_abs(0.5 * (apex - rim), eps)
+  raise ValueError(f"no smoothed support function for {t!r}")
+
+
+def _feature_axes(shape_type, R):
+  """World directions along which the shape's support function has kinks: (k, 3)."""
+  if ShapeType(shape_type) == ShapeType.BOX:
+    return R.T
+  return R[:, 2][None]
+
+
+def _fibonacci(count, dtype):
+  i = jnp.arange(count, dtype=dtype) + 0.5
+  phi = jnp.arccos(1.0 - 2.0 * i / count)
+  theta = math.pi * (1.0 + math.sqrt(5.0)) * i
+  return jnp.stack([jnp.cos(theta) * jnp.sin(phi), jnp.sin(theta) * jnp.sin(phi), jnp.cos(phi)], 1)
+
+
+def _unit(x):
+  n = jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
+  return x / jnp.where(n > 0, n, 1.0)
+
+
+def _tangent_basis(n):
+  ex = jnp.array([1.0, 0.0, 0.0], n.dtype)
+  ey = jnp.array([0.0, 1.0, 0.0], n.dtype)
+  t1 = _unit(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, ex, ey)))
+  return t1, jnp.cross(n, t1)
+
+
+def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
+  """Minimiser of the support overlap f(n) = h_B(n) + h_A(-n) over unit n.
+
+  Returns (normal (3,) unit, from B to A; depth f(normal), positive when penetrating, minus the
+  distance when apart; x_a (3,) point of A; x_b (3,) point of B) with x_b - x_a = depth normal
+  at the minimum. Types static (BOX, CYLINDER, CONE); world frame.
+  """
+  dtype = p_a.dtype
+  levels = num_levels(dtype)
+  scale = jnp.sum(size_a[:3]) + jnp.sum(size_b[:3])
+  eps_final = _eps_final(dtype)
+
+  def overlap(n, eps):
+    n = _unit(n)
+    h_b = jnp.dot(n, p_b) + smoothed_support_value(type_b, size_b, R_b.T @ n, eps)
+    h_a = -jnp.dot(n, p_a) + smoothed_support_value(type_a, size_a, -(R_a.T @ n), eps)
+    return h_a + h_b
+
+  # Starting normals: feature axes of both shapes and their cross products (face and
+  # edge-edge normals), the centre line and a Fibonacci sphere; both signs.
+  axes_a, axes_b = _feature_axes(type_a, R_a), _feature_axes(type_b, R_b)
+  crosses = jnp.cross(axes_a[:, None, :], axes_b[None, :, :]).reshape(-1, 3)
+  centre = (p_a - p_b)[None]
+  base = jnp.concatenate([axes_a, axes_b, crosses, centre])
+  starts = jnp.concatenate([base, -base, _fibonacci(FIBONACCI_STARTS, dtype)])
+  norms = jnp.sqrt(jnp.sum(starts * starts, axis=1))
+  starts = _unit(starts)
+  values = jax.vmap(lambda n: overlap(n, 0.0))(starts)
+  values = jnp.where(norms > 1e-9, values, jnp.inf)  # parallel axes: no cross product
+  _, best = jax.lax.top_k(-values, NEWTON_STARTS)
+  starts = starts[best]
+
+  def newton(n0):
+    def step(k, n):
+      eps = EPS_START * EPS_RATIO ** jnp.minimum(k // STEPS_PER_LEVEL, levels - 1).astype(dtype)
+      t1, t2 = _tangent_basis(n)
+      phi = lambda u: overlap(n + u[0] * t1 + u[1] * t2, eps)
+      zero = jnp.zeros(2, dtype)
+      g = jax.grad(phi)(zero)
+      hess = jax.hessian(phi)(zero)
+      # Levenberg shift: positive definite with the smallest eigenvalue >= tiny * trace.
+      half_tr = 0.5 * (hess[0, 0] + hess[1, 1])
+      det = hess[0, 0] * hess[1, 1] - hess[0, 1] * hess[1, 0]
+      lam_min = half_tr - jnp.sqrt(jnp.maximum(half_tr * half_tr - det, 0.0))
+      shift = jnp.maximum(0.0, 1e-12 * jnp.abs(half_tr) + 1e-30 - lam_min)
+      a, b, c = hess[0, 0] + shift, hess[0, 1], hess[1, 1] + shift
+      det_s = a * c - b * b
+      du = -jnp.stack([c * g[0] - b * g[1], a * g[1] - b * g[0]]) / det_s
+      du = du * jnp.minimum(1.0, 0.3 / jnp.maximum(jnp.sqrt(jnp.sum(du * du)), 1e-30))
+      fractions = jnp.asarray(_LINE_SEARCH, dtype)
+      trials = jax.vmap(lambda s: phi(s * du))(fractions)
+      # The largest step within round-off of the best: near the minimum the stiff (kink)
+      # directions need steps whose decrease is below f's resolution.
+      tol = 64.0 * jnp.finfo(dtype).eps * (jnp.abs(trials[-1]) + scale)
+      s = fractions[jnp.argmax(trials <= jnp.min(trials) + tol)]
+      return _unit(n + s * du[0] * t1 + s * du[1] * t2)
+
+    return jax.lax.fori_loop(0, levels * STEPS_PER_LEVEL + FINAL_STEPS, step, n0)
+
+  finals = jax.vmap(newton)(jax.lax.stop_gradient(starts))
+  exact = jax.vmap(lambda n: overlap(n, 0.0))(finals)
+  smoothed_normal = jax.lax.stop_gradient(finals[jnp.argmin(exact)])
+  # Contact points: gradients of the smoothed support functions at the smoothed minimiser
+  # (there the two points face each other along the normal).
+  x_b = p_b + R_b @ jax.grad(lambda v: smoothed_support_value(type_b, size_b, v, eps_final))(
+      R_b.T @ smoothed_normal)
+  x_a = p_a + R_a @ jax.grad(lambda v: smoothed_support_value(type_a, size_a, v, eps_final))(
+      -(R_a.T @ smoothed_normal))
+  normal = jax.lax.stop_gradient(_snap_to_kinks(
+      lambda n: overlap(n, 0.0), smoothed_normal, type_a, size_a, R_a, type_b, size_b, R_b,
+      crosses, 64.0 * jnp.finfo(dtype).eps * scale))
+  return normal, overlap(normal, 0.0), x_a, x_b
+
+
+def _cone_side_normal(size, axis, direction):
+  """The cone's side normal (world) at the azimuth of `direction`."""
+  r, h = size[0], size[1]
+  radial = _unit(direction - jnp.dot(direction, axis) * axis)
+  return (h * radial + r * axis) / jnp.sqrt(r * r + h * h)
+
+
+def _snap_to_kinks(exact_overlap, n, type_a, size_a, R_a, type_b, size_b, R_b, crosses, tol):
+  """The smoothed minimiser sits within O(eps) of a kink of f when the contact is a face or an
+  edge (e.g. a cylinder standing on a box: n is the box's face normal). Nearby kink normals
+  (feature axes, n projected onto the kink great circles, cross products, cone side normals)
+  replace it where their exact overlap is as low: the face normal comes out exact, also in
+  float32 where eps cannot be small."""
+  axes = jnp.concatenate([_feature_axes(type_a, R_a), _feature_axes(type_b, R_b)])
+  projected = n[None] - jnp.einsum("kj,j->k", axes, n)[:, None] * axes
+  candidates = [axes, -axes, projected, crosses, -crosses]
+  if ShapeType(type_a) == ShapeType.CONE:
+    candidates.append(-_cone_side_normal(size_a, R_a[:, 2], -n)[None])
+  if ShapeType(type_b) == ShapeType.CONE:
+    candidates.append(_cone_side_normal(size_b, R_b[:, 2], n)[None])
+  candidates = _unit(jnp.concatenate(candidates))
+  values = jax.vmap(exact_overlap)(candidates)
+  near = jnp.sum((candidates - n[None]) ** 2, axis=1) <= 1e-4
+  values = jnp.where(near, values, jnp.inf)
+  k = jnp.argmin(values)
+  return jnp.where(values[k] <= exact_overlap(n) + tol, candidates[k], n)
