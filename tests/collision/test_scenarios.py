@@ -205,3 +205,20 @@ def test_support_and_aabb_match_dense_sampling(t):
   np.testing.assert_allclose(lo, -orc.support_value(int(t), s, R, p, -eye), atol=1e-9)
   assert float(shapes.bounding_radius(t, jnp.asarray(s))) >= np.max(
       np.linalg.norm(ours - p, axis=1)) - 1e-12
+
+
+@pytest.mark.parametrize("pair", sorted(OVERLAP_PAIRS), ids=pair_id)
+def test_float32_overlap_pairs_agree_with_float64(pair):
+  """float32 (batched RL) stops the smoothing at eps = 1e-4: depths within 1e-4 of float64."""
+  from tests.collision.test_narrowphase import batch_poses
+  poses = batch_poses(pair, 20, seed=5)
+
+  def run(dtype):
+    fn = jax.jit(jax.vmap(lambda *a: nph.collide(*pair, *a)))
+    return jax.tree_util.tree_map(np.asarray, fn(*[jnp.asarray(x, dtype) for x in poses]))
+
+  exact, single = run(jnp.float64), run(jnp.float32)
+  np.testing.assert_array_equal(exact.valid[:, 0], single.valid[:, 0])
+  both = exact.valid[:, 0]
+  assert both.sum() >= 5
+  np.testing.assert_allclose(single.depth[both, 0], exact.depth[both, 0], atol=1e-4)
