@@ -379,11 +379,19 @@ def _face_manifold(hR, RR, pR, k, nr, hI, RI, pI, margin):
   points = jnp.concatenate([verts, y] + pts3)
   depth = jnp.concatenate([dep, dep2] + dep3)
   ok = jnp.concatenate([ok1, ok2] + ok3) & (depth >= -margin)
-  # Drop duplicates (a vertex lying on an edge is found twice).
-  dist = safe.norm(points[:, None, :] - points[None, :, :])
-  earlier = jnp.tril(jnp.ones((24, 24), dtype=bool), -1)
-  dup = jnp.any(earlier & ok[None, :] & (dist < 1e-7 * scale), axis=1)
-  return points, depth, ok & ~dup
+  # Drop duplicates: a reference corner on an incident vertex (equal boxes stacked), an edge
+  # crossing at one of its edge's end vertices or at a reference corner. Only these pairs can
+  # coincide, so they are the only ones compared (an all-pairs test cost half the pair's time).
+  close = lambda x, y: jnp.sum((x - y) ** 2, axis=-1) < (1e-7 * scale) ** 2
+  ok_v, ok_y = ok[:4], ok[4:8]
+  dup_y = jnp.any(close(y[:, None, :], verts[None, :, :]) & ok_v[None, :], axis=1)
+  ok_y = ok_y & ~dup_y
+  crossings = points[8:].reshape(4, 4, 3)  # (line, edge i -> i + 1, 3)
+  dup_c = (close(crossings, verts[None]) & ok_v[None]) | (
+      close(crossings, verts[nxt][None]) & ok_v[nxt][None])
+  dup_c = dup_c | jnp.any(close(crossings[:, :, None, :], y[None, None]) & ok_y[None, None],
+                          axis=-1)
+  return points, depth, jnp.concatenate([ok_v, ok_y, ok[8:] & ~dup_c.reshape(16)])
 
 
 def collide_box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
@@ -414,7 +422,7 @@ def collide_box_box(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   nr = pick(-n_f, n_f)
   points, depth, ok = _face_manifold(pick(ha, hb), pick(R_a, R_b), pick(p_a, p_b), k, nr,
                                      pick(hb, ha), pick(R_b, R_a), pick(p_b, p_a), margin)
-  order = jnp.argsort(~ok, stable=True)[:8]
+  order = jax.lax.top_k(jnp.where(ok, 24.0, 0.0) - jnp.arange(24.0), 8)[1]  # first 8 valid
   points, depth, ok = points[order], depth[order], ok[order]
   position = points + 0.5 * depth[:, None] * nr  # incident surface point -> midway
   # Edge case.
