@@ -25,8 +25,8 @@ has several local minima when the shapes overlap (one per face of a box).
 
 The two contact points are the gradients of the smoothed support functions at the final normal
 (points of the shapes: on the support feature, and for a face the point facing the other
-shape's support point). The search runs under stop_gradient; the depth's derivative is that of
-f at the fixed minimiser (envelope theorem).
+shape's support point). The search runs under stop_gradient; the points move with their bodies
+and the depth's derivative is that of n . (x_b - x_a) at the fixed normal.
 """
 
 import math
@@ -236,7 +236,17 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   normal = jax.lax.stop_gradient(_snap_to_kinks(
       lambda n: overlap(n, 0.0), smoothed_normal, type_a, size_a, R_a, type_b, size_b, R_b,
       crosses, 64.0 * jnp.finfo(dtype).eps * scale))
-  return normal, overlap(normal, 0.0), x_a, x_b
+  # Derivatives: the contact points move with their bodies (local coordinates fixed) and the
+  # depth's derivative is that of n . (x_b - x_a) at the fixed normal. This is the envelope
+  # theorem's derivative where f is smooth in the poses, and the right one where the minimum
+  # sits on a kink of f (a rim on a cylinder's side: |v_z| at v_z = 0), where differentiating
+  # f(n) itself would pick an arbitrary side. The value stays the exact f(n).
+  local_a = jax.lax.stop_gradient(R_a.T @ (x_a - p_a))
+  local_b = jax.lax.stop_gradient(R_b.T @ (x_b - p_b))
+  x_a, x_b = p_a + R_a @ local_a, p_b + R_b @ local_b
+  gap = jnp.dot(normal, x_b - x_a)
+  depth = jax.lax.stop_gradient(overlap(normal, 0.0)) + gap - jax.lax.stop_gradient(gap)
+  return normal, depth, x_a, x_b
 
 
 def _cone_side_normal(size, axis, direction):

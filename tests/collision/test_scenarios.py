@@ -222,3 +222,28 @@ def test_float32_overlap_pairs_agree_with_float64(pair):
   both = exact.valid[:, 0]
   assert both.sum() >= 5
   np.testing.assert_allclose(single.depth[both, 0], exact.depth[both, 0], atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", sorted(OVERLAP_PAIRS), ids=pair_id)
+def test_overlap_depth_gradient_matches_finite_differences(pair):
+  """The search runs under stop_gradient; the depth's derivative (envelope theorem) must still
+  equal the derivative of the minimum itself, in translation and rotation of A."""
+  ta, tb = pair
+  rng = np.random.default_rng(11)
+  for _ in range(20):  # a penetrating pose
+    sa, Ra, pa, sb, Rb, pb = (jnp.asarray(x) for x in orc.random_pose_pair(ta, tb, rng, (0.7, 0.8)))
+    if orc.penetration(ta, *map(np.asarray, (sa, Ra, pa)), tb, *map(np.asarray, (sb, Rb, pb)),
+                       samples=500, starts=2)[0] > 2e-3:
+      break
+
+  def depth(x):
+    cp = nph.collide(ta, tb, sa, Ra @ _rotation(x[3:]), pa + x[:3], sb, Rb, pb)
+    return cp.depth[0]
+
+  x0 = jnp.zeros(6)
+  assert float(depth(x0)) > 1e-3
+  grad = np.asarray(jax.jit(jax.grad(depth))(x0))
+  fn = jax.jit(depth)
+  h = 1e-6
+  fd = np.array([(fn(x0.at[i].add(h)) - fn(x0.at[i].add(-h))) / (2 * h) for i in range(6)])
+  np.testing.assert_allclose(grad, fd, atol=1e-5)
