@@ -17,3 +17,12 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if "slow" in item.keywords:
       item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_functions():
+  """Drop JAX's compiled functions after each test module: a whole-suite session otherwise
+  keeps every executable alive (memory grows), and once segfaulted inside XLA's compiler late
+  in the run (the test passed on its own and in its module)."""
+  yield
+  jax.clear_caches()

@@ -268,7 +268,7 @@ def _random_scene(broadphase):
   world = rj.World()
   world.addGround()
   rng = np.random.default_rng(7)
-  for k in range(200):  # the analytic pairs (MPR pairs compile slowly; same broadphase)
+  for k in range(200):  # closed-form pairs (the overlap pairs compile slowly; same broadphase)
     kind = k % 3
     if kind == 0:
       body = world.addSphere(rng.uniform(0.1, 0.4), 1.0)

@@ -41,22 +41,6 @@ def _point_mobility(inv_mass, inv_inertia, body, r):
   return inv_mass[body][:, None, None] * eye - skew @ inv_inertia[body] @ skew
 
 
-def _local_solve(delassus, c_prime, friction, target):
-  """One contact's exact 3-D solve; the slide search only runs when the contact slides.
-
-  Under jit for one world `lax.cond` skips the search for open and sticking contacts (most of
-  a resting scene); under vmap it becomes a select and costs the same as the full solve."""
-  b = c_prime - target * jnp.array([0.0, 0.0, 1.0], c_prime.dtype)
-  stick = -(rotation.inverse3(delassus) @ b)
-  is_open = b[2] >= 0
-  is_stick = (~is_open) & (stick[2] >= 0) & (
-      stick[0]**2 + stick[1]**2 <= (friction * stick[2])**2)
-  return jax.lax.cond(
-      is_open | is_stick,
-      lambda: jnp.where(is_open, jnp.zeros_like(stick), stick),
-      lambda: contact_solver.solve_single_contact(delassus, c_prime, friction, target))
-
-
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
   """(C, 3) last step's impulse of the contact with the same key, zero if none."""
   if previous.key.shape[0] == 0 or contacts.key.shape[0] == 0:
@@ -154,7 +138,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     v = frame[i] @ (linear[a] + jnp.cross(angular[a], r_a[i])
                     - linear[b] - jnp.cross(angular[b], r_b[i]))
     c_prime = v - delassus[i] @ impulses[i]
-    new = _local_solve(delassus[i], c_prime, friction[i], target[i])
+    new = contact_solver.solve_single_contact(delassus[i], c_prime, friction[i], target[i])
     delta = new - impulses[i]
     linear, angular = apply(linear, angular, i, frame[i].T @ delta)
     change = jnp.maximum(change, jnp.max(jnp.abs(delta)))

@@ -116,7 +116,8 @@ def _normalize2(x, y):
 def _solve_single_primal(G, c_prime, mu, target):
   """Exact local solve by cases; returns (lambda, mode, rho, (cos theta, sin theta)).
 
-  Branch-free: every case is computed and selected, so the cost is fixed under vmap.
+  Open and stick are closed forms; the slide search runs under `lax.cond` (skipped for one
+  world when the contact opens or sticks; under vmap a select, every case computed).
   """
   dtype = c_prime.dtype
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
@@ -126,61 +127,69 @@ def _solve_single_primal(G, c_prime, mu, target):
   is_open = b[2] >= 0
   is_stick = (~is_open) & (lam_stick[2] >= 0) & (tangential_stick_sq <= (mu * lam_stick[2]) ** 2)
 
-  # Slide: bracket the root of F on a fixed grid of directions starting at the stick-impulse
-  # direction d0, prefer the valid cell (D > 0, v_t opposing lambda_t) nearest d0, then bisect
-  # it. Directions are unit vectors (rotations by constants, bisection by normalized sums), so
-  # no trigonometric function is evaluated.
-  c0, s0 = _normalize2(lam_stick[0], lam_stick[1])
-  K = NUM_ANGLE_CELLS
-  h = 2.0 * math.pi / K
-  ck = jnp.asarray([math.cos(h * k) for k in range(K)], dtype)
-  sk = jnp.asarray([math.sin(h * k) for k in range(K)], dtype)
-  grid_c = c0 * ck - s0 * sk
-  grid_s = s0 * ck + c0 * sk
-  D, F, _ = _slide_terms(G, b, mu, grid_c, grid_s)
-  # Wrap around with the *same* value so that a root exactly at d0 is not lost to rounding.
-  next_c, next_s, F_next = jnp.roll(grid_c, -1), jnp.roll(grid_s, -1), jnp.roll(F, -1)
-  sign_change = (F * F_next) <= 0
-  # Judge each candidate cell at its regula-falsi root estimate, not at its end points.
-  denom = F_next - F
-  t_est = jnp.clip(jnp.where(denom != 0, -F / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
-  est_c, est_s = _normalize2(grid_c + t_est * (next_c - grid_c), grid_s + t_est * (next_s - grid_s))
-  D_est, _, E_est = _slide_terms(G, b, mu, est_c, est_s)
-  positive_D = D_est > 0
-  valid = sign_change & positive_D & (E_est < 0)
-  cells = jnp.arange(K)
-  distance = jnp.minimum(cells, K - 1 - cells)
-  big = 4 * K
-  score = jnp.where(valid, distance,
-                    jnp.where(sign_change & positive_D, big + distance, 2 * big + distance))
-  score = score * K + cells                        # unique keys; min instead of argmin (a
-  one_hot = (score == jnp.min(score)).astype(dtype)   # variadic reduce, slow on XLA CPU)
-  pick = lambda x: jnp.sum(one_hot * x)
-  lo_c, lo_s, F_lo = pick(grid_c), pick(grid_s), pick(F)
-  hi_c, hi_s, F_hi = pick(next_c), pick(next_s), pick(F_next)
+  def slide():
+    c0, s0 = _normalize2(lam_stick[0], lam_stick[1])
+    # Slide: bracket the root of F on a fixed grid of directions starting at the stick-impulse
+    # direction d0, prefer the valid cell (D > 0, v_t opposing lambda_t) nearest d0, then bisect
+    # it. Directions are unit vectors (rotations by constants, bisection by normalized sums), so
+    # no trigonometric function is evaluated.
+    K = NUM_ANGLE_CELLS
+    h = 2.0 * math.pi / K
+    ck = jnp.asarray([math.cos(h * k) for k in range(K)], dtype)
+    sk = jnp.asarray([math.sin(h * k) for k in range(K)], dtype)
+    grid_c = c0 * ck - s0 * sk
+    grid_s = s0 * ck + c0 * sk
+    D, F, _ = _slide_terms(G, b, mu, grid_c, grid_s)
+    # Wrap around with the *same* value so that a root exactly at d0 is not lost to rounding.
+    next_c, next_s, F_next = jnp.roll(grid_c, -1), jnp.roll(grid_s, -1), jnp.roll(F, -1)
+    sign_change = (F * F_next) <= 0
+    # Judge each candidate cell at its regula-falsi root estimate, not at its end points.
+    denom = F_next - F
+    t_est = jnp.clip(jnp.where(denom != 0, -F / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
+    est_c, est_s = _normalize2(grid_c + t_est * (next_c - grid_c), grid_s + t_est * (next_s - grid_s))
+    D_est, _, E_est = _slide_terms(G, b, mu, est_c, est_s)
+    positive_D = D_est > 0
+    valid = sign_change & positive_D & (E_est < 0)
+    cells = jnp.arange(K)
+    distance = jnp.minimum(cells, K - 1 - cells)
+    big = 4 * K
+    score = jnp.where(valid, distance,
+                      jnp.where(sign_change & positive_D, big + distance, 2 * big + distance))
+    score = score * K + cells                        # unique keys; min instead of argmin (a
+    one_hot = (score == jnp.min(score)).astype(dtype)   # variadic reduce, slow on XLA CPU)
+    pick = lambda x: jnp.sum(one_hot * x)
+    lo_c, lo_s, F_lo = pick(grid_c), pick(grid_s), pick(F)
+    hi_c, hi_s, F_hi = pick(next_c), pick(next_s), pick(F_next)
 
-  halvings = NUM_BISECTIONS if jnp.finfo(dtype).bits > 32 else NUM_BISECTIONS_FLOAT32
+    halvings = NUM_BISECTIONS if jnp.finfo(dtype).bits > 32 else NUM_BISECTIONS_FLOAT32
 
-  def bisect(_, bracket):
-    lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = bracket
-    mid_c, mid_s = _normalize2(lo_c + hi_c, lo_s + hi_s)
-    _, F_mid, _ = _slide_terms(G, b, mu, mid_c, mid_s)
-    same = jnp.sign(F_mid) * jnp.sign(F_lo) > 0   # F_lo == 0: shrink onto lo
-    return (jnp.where(same, mid_c, lo_c), jnp.where(same, mid_s, lo_s),
-            jnp.where(same, F_mid, F_lo), jnp.where(same, hi_c, mid_c),
-            jnp.where(same, hi_s, mid_s), jnp.where(same, F_hi, F_mid))
+    def bisect(_, bracket):
+      lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = bracket
+      mid_c, mid_s = _normalize2(lo_c + hi_c, lo_s + hi_s)
+      _, F_mid, _ = _slide_terms(G, b, mu, mid_c, mid_s)
+      same = jnp.sign(F_mid) * jnp.sign(F_lo) > 0   # F_lo == 0: shrink onto lo
+      return (jnp.where(same, mid_c, lo_c), jnp.where(same, mid_s, lo_s),
+              jnp.where(same, F_mid, F_lo), jnp.where(same, hi_c, mid_c),
+              jnp.where(same, hi_s, mid_s), jnp.where(same, F_hi, F_mid))
 
-  # A loop, not Python unrolling: unrolled, XLA's fusion duplicates the chain (~30x the flops).
-  lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = lax.fori_loop(
-      0, halvings, bisect, (lo_c, lo_s, F_lo, hi_c, hi_s, F_hi))
-  denom = F_hi - F_lo
-  t = jnp.clip(jnp.where(denom != 0, -F_lo / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
-  d_c, d_s = _normalize2(lo_c + t * (hi_c - lo_c), lo_s + t * (hi_s - lo_s))
-  D_d, _, _ = _slide_terms(G, b, mu, d_c, d_s)
-  rho = -b[2] / jnp.where(D_d > 0, D_d, G[2, 2])
-  rho = jnp.maximum(rho, 0.0)
-  lam_slide = rho * jnp.stack([mu * d_c, mu * d_s, jnp.ones_like(d_c)])
+    # A loop, not Python unrolling: unrolled, XLA's fusion duplicates the chain (~30x the flops).
+    lo_c, lo_s, F_lo, hi_c, hi_s, F_hi = lax.fori_loop(
+        0, halvings, bisect, (lo_c, lo_s, F_lo, hi_c, hi_s, F_hi))
+    denom = F_hi - F_lo
+    t = jnp.clip(jnp.where(denom != 0, -F_lo / jnp.where(denom != 0, denom, 1.0), 0.5), 0.0, 1.0)
+    d_c, d_s = _normalize2(lo_c + t * (hi_c - lo_c), lo_s + t * (hi_s - lo_s))
+    D_d, _, _ = _slide_terms(G, b, mu, d_c, d_s)
+    rho = -b[2] / jnp.where(D_d > 0, D_d, G[2, 2])
+    rho = jnp.maximum(rho, 0.0)
+    lam_slide = rho * jnp.stack([mu * d_c, mu * d_s, jnp.ones_like(d_c)])
+    return lam_slide, rho, d_c, d_s
 
+  def no_slide():
+    zero = jnp.zeros((), dtype)
+    return jnp.zeros(3, dtype), zero, zero + 1.0, zero
+
+  # Most contacts of a resting scene stick or are open: for one world the search is skipped.
+  lam_slide, rho, d_c, d_s = lax.cond(is_open | is_stick, no_slide, slide)
   zero = jnp.zeros(3, dtype)
   lam = jnp.where(is_open, zero, jnp.where(is_stick, lam_stick, lam_slide))
   mode = jnp.where(is_open, MODE_OPEN, jnp.where(is_stick, MODE_STICK, MODE_SLIDE))
