@@ -21,7 +21,10 @@ sizes): the exact overlap at the smoothed minimiser is within C eps of the true 
 whatever the kinks. eps is lowered geometrically (continuation) while damped Newton steps
 follow the minimiser, from the best few of a fixed set of starting normals (both shapes' face
 and axis directions, their cross products, the centre line and a Fibonacci sphere), because f
-has several local minima when the shapes overlap (one per face of a box).
+has several local minima when the shapes overlap (one per face of a box): every start follows
+the coarse levels, the best REFINED_STARTS the fine ones. Finally a nearby kink normal (a face
+normal, an edge or side normal) replaces the smoothed minimiser where its exact f is as low,
+so face contacts get the exact face normal even in float32, where eps stops at 1e-4.
 
 The two contact points are the gradients of the smoothed support functions at the final normal
 (points of the shapes: on the support feature, and for a face the point facing the other
