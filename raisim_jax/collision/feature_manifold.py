@@ -20,11 +20,6 @@ FACE_ALIGNMENT = 0.9   # |feature normal . n| needed for the extra points
 RECT, DISC, SEGMENT = 0, 1, 2
 
 
-def _unit(x):
-  n = jnp.sqrt(jnp.sum(x * x))
-  return x / jnp.where(n > 0, n, 1.0)
-
-
 def support_feature(shape_type, size, R, p, direction):
   """The shape's feature facing the world direction `direction` (3,).
 

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.math import safe
 
 STEPS_PER_LEVEL = 6
 EPS_START = 1e-2
@@ -146,15 +147,10 @@ def _fibonacci(count, dtype):
   return jnp.stack([jnp.cos(theta) * jnp.sin(phi), jnp.sin(theta) * jnp.sin(phi), jnp.cos(phi)], 1)
 
 
-def _unit(x):
-  n = jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
-  return x / jnp.where(n > 0, n, 1.0)
-
-
 def _tangent_basis(n):
   ex = jnp.array([1.0, 0.0, 0.0], n.dtype)
   ey = jnp.array([0.0, 1.0, 0.0], n.dtype)
-  t1 = _unit(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, ex, ey)))
+  t1 = safe.normalize(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, ex, ey)))
   return t1, jnp.cross(n, t1)
 
 
@@ -171,7 +167,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   eps_final = _eps_final(dtype)
 
   def overlap(n, eps):
-    n = _unit(n)
+    n = safe.normalize(n)
     h_b = jnp.dot(n, p_b) + smoothed_support_value(type_b, size_b, R_b.T @ n, eps)
     h_a = -jnp.dot(n, p_a) + smoothed_support_value(type_a, size_a, -(R_a.T @ n), eps)
     return h_a + h_b
@@ -184,7 +180,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   base = jnp.concatenate([axes_a, axes_b, crosses, centre])
   starts = jnp.concatenate([base, -base, _fibonacci(FIBONACCI_STARTS, dtype)])
   norms = jnp.sqrt(jnp.sum(starts * starts, axis=1))
-  starts = _unit(starts)
+  starts = safe.normalize(starts)
   values = jax.vmap(lambda n: overlap(n, 0.0))(starts)
   values = jnp.where(norms > 1e-9, values, jnp.inf)  # parallel axes: no cross product
   _, best = jax.lax.top_k(-values, NEWTON_STARTS)
@@ -219,7 +215,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
     # directions need steps whose decrease is below f's resolution.
     tol = 64.0 * jnp.finfo(dtype).eps * (jnp.abs(trials[-1]) + scale)
     s = fractions[jnp.argmax(trials <= jnp.min(trials) + tol)]
-    return _unit(n + s * du[0] * t1 + s * du[1] * t2)
+    return safe.normalize(n + s * du[0] * t1 + s * du[1] * t2)
 
   # Every start follows the coarse levels; the best few (by exact f) go on to the fine ones.
   coarse_steps = min(COARSE_LEVELS, levels) * STEPS_PER_LEVEL
@@ -255,7 +251,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
 def _cone_side_normal(size, axis, direction):
   """The cone's side normal (world) at the azimuth of `direction`."""
   r, h = size[0], size[1]
-  radial = _unit(direction - jnp.dot(direction, axis) * axis)
+  radial = safe.normalize(direction - jnp.dot(direction, axis) * axis)
   return (h * radial + r * axis) / jnp.sqrt(r * r + h * h)
 
 
@@ -272,7 +268,7 @@ def _snap_to_kinks(exact_overlap, n, type_a, size_a, R_a, type_b, size_b, R_b, c
     candidates.append(-_cone_side_normal(size_a, R_a[:, 2], -n)[None])
   if ShapeType(type_b) == ShapeType.CONE:
     candidates.append(_cone_side_normal(size_b, R_b[:, 2], n)[None])
-  candidates = _unit(jnp.concatenate(candidates))
+  candidates = safe.normalize(jnp.concatenate(candidates))
   values = jax.vmap(exact_overlap)(candidates)
   near = jnp.sum((candidates - n[None]) ** 2, axis=1) <= 1e-4
   values = jnp.where(near, values, jnp.inf)
