@@ -225,7 +225,8 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   _, best = jax.lax.top_k(-jax.vmap(lambda n: overlap(n, 0.0))(coarse), REFINED_STARTS)
   finals = jax.vmap(lambda n: jax.lax.fori_loop(coarse_steps, total_steps, step, n))(coarse[best])
   exact = jax.vmap(lambda n: overlap(n, 0.0))(finals)
-  smoothed_normal = jax.lax.stop_gradient(finals[jnp.argmin(exact)])
+  best_final = jnp.argmin(exact)
+  smoothed_normal = jax.lax.stop_gradient(finals[best_final])
   # Contact points: gradients of the smoothed support functions at the smoothed minimiser
   # (there the two points face each other along the normal).
   x_b = p_b + R_b @ jax.grad(lambda v: smoothed_support_value(type_b, size_b, v, eps_final))(
@@ -233,8 +234,8 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   x_a = p_a + R_a @ jax.grad(lambda v: smoothed_support_value(type_a, size_a, v, eps_final))(
       -(R_a.T @ smoothed_normal))
   normal = jax.lax.stop_gradient(_snap_to_kinks(
-      lambda n: overlap(n, 0.0), smoothed_normal, type_a, size_a, R_a, type_b, size_b, R_b,
-      crosses, 64.0 * jnp.finfo(dtype).eps * scale))
+      lambda n: overlap(n, 0.0), smoothed_normal, exact[best_final], type_a, size_a, R_a,
+      type_b, size_b, R_b, crosses, 64.0 * jnp.finfo(dtype).eps * scale))
   # Derivatives: the contact points move with their bodies (local coordinates fixed) and the
   # depth's derivative is that of n . (x_b - x_a) at the fixed normal. This is the envelope
   # theorem's derivative where f is smooth in the poses, and the right one where the minimum
@@ -255,7 +256,8 @@ def _cone_side_normal(size, axis, direction):
   return (h * radial + r * axis) / jnp.sqrt(r * r + h * h)
 
 
-def _snap_to_kinks(exact_overlap, n, type_a, size_a, R_a, type_b, size_b, R_b, crosses, tol):
+def _snap_to_kinks(exact_overlap, n, overlap_at_n, type_a, size_a, R_a, type_b, size_b, R_b,
+                   crosses, tol):
   """The smoothed minimiser sits within O(eps) of a kink of f when the contact is a face or an
   edge (e.g. a cylinder standing on a box: n is the box's face normal). Nearby kink normals
   (feature axes, n projected onto the kink great circles, cross products, cone side normals)
@@ -273,4 +275,4 @@ def _snap_to_kinks(exact_overlap, n, type_a, size_a, R_a, type_b, size_b, R_b, c
   near = jnp.sum((candidates - n[None]) ** 2, axis=1) <= 1e-4
   values = jnp.where(near, values, jnp.inf)
   k = jnp.argmin(values)
-  return jnp.where(values[k] <= exact_overlap(n) + tol, candidates[k], n)
+  return jnp.where(values[k] <= overlap_at_n + tol, candidates[k], n)
