@@ -10,17 +10,22 @@ from raisim_jax.step import integrate2 as integrate2
 from raisim_jax.step import rollout as rollout
 from raisim_jax.step import step as step
 from raisim_jax.types import BodyType as BodyType
+from raisim_jax.types import ArticulatedControl as ArticulatedControl
 from raisim_jax.types import Control as Control
+from raisim_jax.types import ControlMode as ControlMode
+from raisim_jax.types import IntegrationScheme as IntegrationScheme
 from raisim_jax.types import Model as Model
 from raisim_jax.types import ObjectType as ObjectType
 from raisim_jax.types import State as State
 from raisim_jax.objects import CompoundObjectChild as CompoundObjectChild
 from raisim_jax.objects import Transformation as Transformation
+from raisim_jax.articulated_system import ArticulatedSystemOption as ArticulatedSystemOption
 from raisim_jax.world import COLLISION as COLLISION
 from raisim_jax.world import World as World
 
 __all__ = [
     "compile_world", "step", "integrate1", "integrate2", "rollout",
-    "Model", "State", "Control", "BodyType", "ObjectType",
-    "World", "COLLISION", "CompoundObjectChild", "Transformation",
+    "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
+    "ControlMode", "IntegrationScheme",
+    "World", "COLLISION", "ArticulatedSystemOption", "CompoundObjectChild", "Transformation",
 ]

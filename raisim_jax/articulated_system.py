@@ -33,11 +33,26 @@ from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, 
                                                     JOINT_REVOLUTE, JOINT_SPHERICAL)
 from raisim_jax.math import quaternion as quat_math
 from raisim_jax.objects import Object
-from raisim_jax.types import BodyType, ObjectType
+from raisim_jax.types import BodyType, ControlMode, IntegrationScheme, ObjectType
 
 
 def _np(x):
   return np.array(x, dtype=np.float64)
+
+
+def _normalized_quaternions(model, gc, name):
+  """gc with the quaternions of spherical joints and the floating base normalised; a zero
+  quaternion raises ValueError naming the argument."""
+  gc = np.array(gc, np.float64)
+  for body, joint_type in enumerate(model.joint_type):
+    start = model.gc_offset[body] + (3 if joint_type == JOINT_FLOATING else 0)
+    if joint_type in (JOINT_FLOATING, JOINT_SPHERICAL):
+      norm = np.linalg.norm(gc[start:start + 4])
+      if not norm > 1e-12:
+        raise ValueError(f"argument '{name}': the quaternion of joint {body} "
+                         f"(entries {start}..{start + 3}) is zero")
+      gc[start:start + 4] /= norm
+  return gc
 
 
 class JointType(enum.IntEnum):
@@ -87,6 +102,36 @@ _inverse_mass_matrix = jax.jit(aba.inverse_mass_matrix)
 _joint_wrenches = jax.jit(rnea.joint_wrenches)
 
 
+@dataclasses.dataclass
+class ArticulatedSystemOption:
+  """RaiSim's ArticulatedSystemOption (addArticulatedSystem's `options`).
+
+  doNotCollideWithParent: a body never collides with its parent body (default True).
+  convexifyCollisionMeshes: accepted for API compatibility; collision meshes are not
+    simulated yet either way (the loader warns and skips them)."""
+  doNotCollideWithParent: bool = True
+  convexifyCollisionMeshes: bool = True
+
+
+@dataclasses.dataclass
+class JointLimitViolation:
+  """One joint-limit row of the last step (RaiSim's Single3DContactProblem of a joint limit).
+
+  jointId: joint / body index; dof: generalized-velocity index; impulse: generalized impulse
+  along the joint (N s or N m s; positive pushes the coordinate up, so an upper stop gives a
+  negative one); imp_i: (3,) [impulse, 0, 0] as RaiSim's imp_i; isUpper: the upper limit;
+  violation: how far past the limit the joint was at the start of the step (>= 0)."""
+  jointId: int
+  dof: int
+  impulse: float
+  isUpper: bool
+  violation: float
+
+  @property
+  def imp_i(self):
+    return np.array([self.impulse, 0.0, 0.0])
+
+
 class ArticulatedSystem(Object):
   """A multi-body system loaded from URDF (or built from a `Child` tree)."""
 
@@ -95,7 +140,6 @@ class ArticulatedSystem(Object):
     self._entry = entry
     self._kin_cache = None
     self._compute_inverse_dynamics = False
-    self._actuation_lower = None    # set by setActuationLimits (no core counterpart)
 
   def getObjectType(self) -> ObjectType:
     return ObjectType.ARTICULATED_SYSTEM
@@ -110,8 +154,9 @@ class ArticulatedSystem(Object):
     return BodyType.DYNAMIC
 
   def getContacts(self):
-    """Contacts with articulated systems are not simulated yet: always empty."""
-    return []
+    """Contacts of this system's bodies from the last integrate1 (getlocalBodyIndex names
+    the body; a self-collision is listed once per side, the second with skip() True)."""
+    return self._world._object_contacts(self)
 
   # ---- core access ---------------------------------------------------------------------------
   def _state(self):
@@ -211,8 +256,90 @@ class ArticulatedSystem(Object):
     return _np(self._state().feedforward_force)
 
   def getGeneralizedForce(self):
-    """The user-set generalized force (no PD controller: equals the feedforward force)."""
-    return self.getFeedForwardGeneralizedForce()
+    """Feed-forward + PD generalized force (nv,). FORCE_AND_TORQUE mode: the feed-forward
+    force bounded by the actuation limits (what the next step applies). PD mode: what the
+    last step applied, the implicit PD evaluated at the end-of-step state (RaiSim notes the
+    same small difference from an explicit PD)."""
+    if self._entry.control_mode == ControlMode.PD_PLUS_FEEDFORWARD_TORQUE:
+      return _np(self._state().generalized_force)
+    model = self._model()
+    return np.clip(self.getFeedForwardGeneralizedForce(), _np(model.actuation_lower),
+                   _np(model.actuation_upper))
+
+  # ---- control (PD_PLUS_FEEDFORWARD_TORQUE: RaiSim's stable implicit PD) ----------------------
+  def setControlMode(self, mode):
+    """ControlMode.FORCE_AND_TORQUE or ControlMode.PD_PLUS_FEEDFORWARD_TORQUE."""
+    try:
+      mode = ControlMode(int(mode))
+    except ValueError:
+      raise ValueError(f"argument 'mode' must be ControlMode.FORCE_AND_TORQUE (0) or "
+                       f"ControlMode.PD_PLUS_FEEDFORWARD_TORQUE (1), got {mode!r}") from None
+    self._entry.control_mode = int(mode)
+    self._write_model(pd_enabled=float(mode == ControlMode.PD_PLUS_FEEDFORWARD_TORQUE))
+
+  def getControlMode(self) -> "ControlMode":
+    return ControlMode(self._entry.control_mode)
+
+  def setPdGains(self, pgain, dgain):
+    """Proportional and derivative gains (nv,) each (generalized-velocity dimension)."""
+    self.setPGains(pgain)
+    self.setDGains(dgain)
+
+  def setPGains(self, pgain):
+    pgain = validation.vector(pgain, self.getDOF(), "pgain")
+    for value in pgain:
+      validation.non_negative(value, "pgain")
+    self._entry.p_gain = pgain
+    self._write_model(p_gain=pgain)
+
+  def setDGains(self, dgain):
+    dgain = validation.vector(dgain, self.getDOF(), "dgain")
+    for value in dgain:
+      validation.non_negative(value, "dgain")
+    self._entry.d_gain = dgain
+    self._write_model(d_gain=dgain)
+
+  def getPdGains(self):
+    """(pgain (nv,), dgain (nv,))."""
+    model = self._model()
+    return _np(model.p_gain), _np(model.d_gain)
+
+  def setPdTarget(self, posTarget, velTarget):
+    """Position target (nq,: quaternions for spherical joints and the floating base) and
+    velocity target (nv,). Kept until changed."""
+    self.setPTarget(posTarget)
+    self.setDTarget(velTarget)
+
+  def setPTarget(self, posTarget):
+    target = validation.vector(posTarget, self.getGeneralizedCoordinateDim(), "posTarget")
+    target = _normalized_quaternions(self._model(), target, "posTarget")
+    self._world._write_articulated_state(self, p_target=target)
+
+  def setDTarget(self, velTarget):
+    target = validation.vector(velTarget, self.getDOF(), "velTarget")
+    self._world._write_articulated_state(self, d_target=target)
+
+  def getPdTarget(self):
+    """(position target (nq,), velocity target (nv,))."""
+    state = self._state()
+    return _np(state.p_target), _np(state.d_target)
+
+  def setIntegrationScheme(self, scheme):
+    """IntegrationScheme.SEMI_IMPLICIT (default), TRAPEZOID or EULER (see
+    types.IntegrationScheme). RUNGE_KUTTA_4 raises: it is not implemented."""
+    try:
+      scheme = IntegrationScheme(int(scheme))
+    except ValueError:
+      raise ValueError(f"argument 'scheme' must be an IntegrationScheme, got {scheme!r}") from None
+    if scheme == IntegrationScheme.RUNGE_KUTTA_4:
+      raise ValueError("IntegrationScheme.RUNGE_KUTTA_4 is not supported yet; supported: "
+                       "SEMI_IMPLICIT (default), TRAPEZOID, EULER")
+    if scheme != self._entry.integration_scheme:
+      self._entry.integration_scheme = int(scheme)
+      self._world._structure_changed()
+
+  def getIntegrationScheme(self) -> "IntegrationScheme":
+    return IntegrationScheme(self._entry.integration_scheme)
 
   def getState(self):
     """(generalized coordinate, generalized velocity)."""
@@ -758,8 +885,9 @@ class ArticulatedSystem(Object):
 
   def setJointLimits(self, jointLimits):
     """(nv, 2) [lower, upper] per dof. Only revolute / prismatic dofs take finite limits
-    (spherical cone limits are not modelled by the core). Stored, not enforced: the
-    integrator has no joint-limit constraints yet."""
+    (spherical cone limits are not modelled by the core: a finite one raises). The limits are
+    hard stops solved with the contacts (dynamics/joint_limits.py); making a limit finite or
+    infinite changes the problem's rows and recompiles the step."""
     limits = np.asarray(jointLimits, dtype=np.float64)
     nv = self.getDOF()
     if limits.shape != (nv, 2):
@@ -777,34 +905,73 @@ class ArticulatedSystem(Object):
       elif np.any(np.isfinite(rows)):
         raise ValueError(f"argument 'jointLimits': joint '{description.bodies[body].joint_name}'"
                          f" ({JointType(jt).name}) takes no finite limits")
+    rows_before = np.isfinite(_np(model.joint_lower)) | np.isfinite(_np(model.joint_upper))
     self._write_model(joint_lower=lower, joint_upper=upper)
+    if np.any(rows_before != (np.isfinite(lower) | np.isfinite(upper))):
+      self._world._structure_changed()
+
+  # ---- self-collision ---------------------------------------------------------------------
+  def ignoreCollisionBetween(self, bodyIdx1, bodyIdx2):
+    """The two bodies of this system never collide with each other (recompiles the step)."""
+    a, b = self._body(bodyIdx1, "bodyIdx1"), self._body(bodyIdx2, "bodyIdx2")
+    if a == b:
+      raise ValueError(f"arguments 'bodyIdx1' and 'bodyIdx2' name the same body ({a})")
+    pair = (min(a, b), max(a, b))
+    if pair not in self._entry.ignored_body_pairs:
+      self._entry.ignored_body_pairs.add(pair)
+      self._world._structure_changed()
+
+  def updateSelfCollisionCache(self, world=None):
+    """No-op: ignoreCollisionBetween already updates the world's pair table."""
+
+  def getOptions(self) -> ArticulatedSystemOption:
+    return ArticulatedSystemOption(doNotCollideWithParent=self._entry.do_not_collide_with_parent)
+
+  def getJointLimitViolations(self):
+    """Joint-limit rows of this system that acted in the last step (RaiSim's
+    getJointLimitViolations): one JointLimitViolation per joint held at (or pushed back from)
+    a limit, with its generalized impulse along the joint. Not listed in getContacts()."""
+    model = self._world._current_model()
+    limits = model.joint_limits
+    state = jax.tree.map(np.asarray, self._world._current_state().joint_limits)
+    row_of_system = self._world._articulated_row(self)
+    out = []
+    for row, (system, dof) in enumerate(zip(limits.system, limits.dof)):
+      if system != row_of_system or not state.active[row]:
+        continue
+      if state.impulse[row] == 0.0 and state.violation[row] <= 0.0:
+        continue
+      out.append(JointLimitViolation(
+          jointId=int(model.articulated[system].dof_body[dof]), dof=int(dof),
+          impulse=float(state.impulse[row]), isUpper=bool(state.upper[row]),
+          violation=float(state.violation[row])))
+    return out
 
   def getJointVelocityLimits(self):
     return _np(self._model().velocity_limit)
 
   def setJointVelocityLimits(self, velLimits):
-    """(nv,) velocity limit per dof (stored, not enforced by the integrator)."""
+    """(nv,) velocity limit per dof: |u| is clipped to it after each step's contact solve."""
     self._per_dof_write(velLimits, "velLimits", "velocity_limit", "velocity_limit",
                         check=validation.positive)
 
   def getActuationUpperLimits(self):
-    return _np(self._model().effort_limit)
+    return _np(self._model().actuation_upper)
 
   def getActuationLowerLimits(self):
-    if self._actuation_lower is not None:
-      return self._actuation_lower.copy()
-    return -self.getActuationUpperLimits()
+    return _np(self._model().actuation_lower)
 
   def setActuationLimits(self, upper, lower):
-    """Generalized force limits (nv,) (stored; used by nothing until a PD controller exists).
-    The core holds the upper limit (effort_limit); the lower one lives in this view."""
+    """Bounds (nv,) on feed-forward + PD generalized force, enforced every step (a dof on a
+    bound gets the bound as a constant force that step; articulated_integrate.py)."""
     upper = validation.vector(upper, self.getDOF(), "upper")
     lower = validation.vector(lower, self.getDOF(), "lower")
+    if np.any(np.isnan(upper)) or np.any(np.isnan(lower)):
+      raise ValueError("arguments 'upper' and 'lower' must not contain NaN")
     if np.any(lower > upper):
       raise ValueError("argument 'lower' must not exceed 'upper'")
-    self._per_dof_write(upper, "upper", "effort_limit", "effort_limit",
-                        check=lambda v, n: float(v))
-    self._actuation_lower = lower.copy()
+    self._entry.actuation_lower, self._entry.actuation_upper = lower.copy(), upper.copy()
+    self._write_model(actuation_lower=lower, actuation_upper=upper)
 
   # ---- external loads -----------------------------------------------------------------------
   def _add_wrench(self, body, force, torque_about_origin):

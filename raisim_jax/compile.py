@@ -1,12 +1,15 @@
 """Description -> (Model, State): validation, dtype cast and static tables, on the host."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.description import WorldDescription
+from raisim_jax.description import CollisionShape, WorldDescription
+from raisim_jax.dynamics import joint_limits
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
                               ObjectType, PairGroup, ShapeModel, SingleBodyModel,
@@ -46,6 +49,11 @@ def material_names(description: WorldDescription):
     for shape in body.shapes:
       if shape.material not in names:
         names.append(shape.material)
+  for entry in description.articulated:
+    for body in entry.description.bodies:
+      for geometry in body.collisions:
+        if geometry.material and geometry.material not in names:
+          names.append(geometry.material)
   for a, b in description.material_pairs:
     for name in (a, b):
       if name not in names:
@@ -68,6 +76,59 @@ def _default_contact_capacity(groups, num_shapes):
   return int(min(total, max(16, 8 * num_shapes)))
 
 
+def link_collision_shapes(entry):
+  """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
+  body frames. Collision meshes are not simulated yet: they are skipped with one warning
+  per system naming the collision bodies."""
+  shapes, skipped = [], []
+  for body_index, body in enumerate(entry.description.bodies):
+    for geometry in body.collisions:
+      object_type, size = _geometry_shape(geometry)
+      if object_type is None:
+        skipped.append(geometry.name or geometry.link)
+        continue
+      shapes.append((body_index, CollisionShape(
+          object_type=object_type, size=size, position=np.asarray(geometry.pos, float),
+          rotation=np.asarray(geometry.rot, float), material=geometry.material or "default")))
+  if skipped:
+    warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
+                  f"meshes are not supported yet; these collision bodies do not collide: "
+                  f"{', '.join(skipped)}", stacklevel=3)
+  return shapes
+
+
+def _geometry_shape(geometry):
+  """(ObjectType, size (4,)) of a URDF geometry, (None, None) for a mesh."""
+  size = np.zeros(4)
+  if geometry.shape == "box":
+    size[:3] = geometry.size
+    return ObjectType.BOX, size
+  if geometry.shape == "sphere":
+    size[0] = geometry.radius
+    return ObjectType.SPHERE, size
+  if geometry.shape in ("cylinder", "capsule"):
+    size[:2] = geometry.radius, geometry.length
+    return (ObjectType.CYLINDER if geometry.shape == "cylinder" else ObjectType.CAPSULE), size
+  return None, None
+
+
+def excluded_body_pairs(description: WorldDescription):
+  """Collision-body index pairs that never collide: a body and its parent body
+  (doNotCollideWithParent) and the pairs named by ignoreCollisionBetween."""
+  excluded = set()
+  offset = len(description.bodies)
+  for entry in description.articulated:
+    bodies = entry.description.bodies
+    if entry.do_not_collide_with_parent:
+      for b, body in enumerate(bodies):
+        if body.parent >= 0:
+          excluded.add((offset + body.parent, offset + b))
+    for a, b in entry.ignored_body_pairs:
+      excluded.add((offset + min(a, b), offset + max(a, b)))
+    offset += len(bodies)
+  return excluded
+
+
 def _collision_model(description, dtype, names):
   settings = description.contact_settings
   max_points = int(settings.maxContactsPerPair)
@@ -80,6 +141,14 @@ def _collision_model(description, dtype, names):
     for shape in body.shapes:
       rows.append((body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
                    body.collision_group, body.collision_mask))
+  offset = len(description.bodies)
+  body_offsets = []
+  for entry in description.articulated:
+    body_offsets.append(offset)
+    for body_index, shape in link_collision_shapes(entry):
+      rows.append((offset + body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
+                   entry.collision_group, entry.collision_mask))
+    offset += entry.description.num_bodies
   num_shapes = len(rows)
   shape_body = tuple(r[0] for r in rows)
   shape_type = tuple(int(r[1]) for r in rows)
@@ -98,7 +167,7 @@ def _collision_model(description, dtype, names):
                                        np.uint32)),
       body=shape_body, shape_type=shape_type)
 
-  candidate = pairs.candidate_pairs(shape_body, shape_type)
+  candidate = pairs.candidate_pairs(shape_body, shape_type, excluded_body_pairs(description))
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():
     index = np.asarray([m[0] for m in members], np.int32)
@@ -126,6 +195,7 @@ def _collision_model(description, dtype, names):
       mbp_padding=jnp.asarray(bp.mbpPadding, dtype),
       margin=jnp.asarray(settings.sweptCcdSpeculativeMargin, dtype),
       broadphase=int(broadphase_type),
+      articulated_body_offset=tuple(body_offsets),
       sap_window=int(max(1, min(num_shapes - 1, 64))),
       mbp_max_cells_per_axis=int(bp.mbpMaxCellsPerAxis),
       contact_capacity=int(capacity))
@@ -159,6 +229,7 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       body_type=jnp.asarray([int(b.body_type) for b in bodies], jnp.int32).reshape(len(bodies)),
   )
   collision = _collision_model(description, dtype, names)
+  articulated = tuple(_articulated_model(entry, dtype) for entry in description.articulated)
   model = Model(
       bodies=body_model,
       collision=collision,
@@ -171,8 +242,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
           differentiable=bool(solver.differentiable)),
       gravity=jnp.asarray(description.gravity, dtype),
       time_step=jnp.asarray(description.time_step, dtype),
-      articulated=tuple(compile_articulated(entry.description, dtype)
-                        for entry in description.articulated),
+      articulated=articulated,
+      joint_limits=joint_limits.joint_limit_model(articulated),
       num_bodies=len(bodies),
   )
   body_state = SingleBodyState(
@@ -188,15 +259,33 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
                 time=jnp.asarray(description.time, dtype),
                 solver_iterations=jnp.zeros((), jnp.int32),
                 articulated=tuple(_articulated_state(entry, dtype)
-                                  for entry in description.articulated))
+                                  for entry in description.articulated),
+                joint_limits=joint_limits.empty_joint_limit_state(model.joint_limits, dtype))
   return model, state
+
+
+def _articulated_model(entry, dtype):
+  """The system's ArticulatedModel with the entry's gains, control mode, actuation limits and
+  integration scheme."""
+  model = compile_articulated(entry.description, dtype)
+  leaves = {"pd_enabled": jnp.asarray(float(entry.control_mode == 1), dtype)}
+  for name in ("p_gain", "d_gain", "actuation_lower", "actuation_upper"):
+    value = getattr(entry, name)
+    if value is not None:
+      leaves[name] = jnp.asarray(value, dtype)
+  return model.replace(integration_scheme=int(entry.integration_scheme), **leaves)
 
 
 def _articulated_state(entry, dtype):
   nv = entry.description.dof
+  p_target = (entry.description.zero_configuration() if entry.p_target is None
+              else entry.p_target)
+  d_target = np.zeros(nv) if entry.d_target is None else entry.d_target
   return ArticulatedState(
       generalized_coordinate=jnp.asarray(entry.generalized_coordinate, dtype),
       generalized_velocity=jnp.asarray(entry.generalized_velocity, dtype),
       generalized_acceleration=jnp.zeros((nv,), dtype),
       feedforward_force=jnp.asarray(entry.feedforward_force, dtype),
-      external_wrench=jnp.zeros((entry.description.num_bodies, 6), dtype))
+      external_wrench=jnp.zeros((entry.description.num_bodies, 6), dtype),
+      p_target=jnp.asarray(p_target, dtype), d_target=jnp.asarray(d_target, dtype),
+      generalized_force=jnp.zeros((nv,), dtype))

@@ -68,22 +68,27 @@ class Contact:
     return self._data["inverse_apparent_inertia"].copy()
 
   def getlocalBodyIndex(self) -> int:
-    """Local body index of this object's body (0 for single bodies)."""
-    return 0
+    """Body index, inside this object, of the body in contact (0 for single bodies; an
+    articulated system's body / joint index)."""
+    return int(self._data["local_a"] if self._is_object_a else self._data["local_b"])
 
   def isSelfCollision(self) -> bool:
-    return False
+    """True when both sides are bodies of the same articulated system."""
+    return bool(self._data["self_collision"])
 
   def skip(self) -> bool:
-    """True for the second point of a self-collision pair (never for single bodies)."""
-    return False
+    """True for the second view of a self-collision (the system lists the contact once per
+    side; iterate over contacts whose skip() is False to see each contact once)."""
+    return self.isSelfCollision() and not self._is_object_a
 
   def getCollisionBodyA(self):
-    """(world index, shape index) of object A's collision body."""
-    return int(self._data["object_a"]), int(self._data["shape_a"])
+    """(world index, local body index, shape row) of object A's collision body."""
+    return (int(self._data["object_a"]), int(self._data["local_a"]),
+            int(self._data["shape_a"]))
 
   def getCollisionBodyB(self):
-    return int(self._data["object_b"]), int(self._data["shape_b"])
+    return (int(self._data["object_b"]), int(self._data["local_b"]),
+            int(self._data["shape_b"]))
 
   def __repr__(self):
     return (f"<Contact pos={np.round(self.getPosition(), 4)} normal="

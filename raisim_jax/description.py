@@ -122,6 +122,16 @@ class ArticulatedEntry:
     collision_group, collision_mask: 64-bit collision bits.
     source: the URDF path, or '' for a URDF string or a Child.
     res_path: resource directory.
+    p_target, d_target: (nq,), (nv,) PD targets (None: the initial configuration, zero).
+    do_not_collide_with_parent: ArticulatedSystemOption.doNotCollideWithParent: a body and its
+      parent body never collide.
+    ignored_body_pairs: set of sorted (body, body) index pairs that never collide
+      (ignoreCollisionBetween).
+    integration_scheme: IntegrationScheme code (dynamics/integrator.py).
+    p_gain, d_gain: (nv,) PD gains (None: zero).
+    control_mode: 0 FORCE_AND_TORQUE, 1 PD_PLUS_FEEDFORWARD_TORQUE.
+    actuation_lower, actuation_upper: (nv,) generalized-force bounds (None: from the URDF's
+      effort limits, +-effort).
   """
   name: str
   description: object
@@ -132,6 +142,16 @@ class ArticulatedEntry:
   collision_mask: int = ALL_GROUPS
   source: str = ""
   res_path: str = ""
+  p_target: np.ndarray | None = None
+  d_target: np.ndarray | None = None
+  do_not_collide_with_parent: bool = True
+  ignored_body_pairs: set = dataclasses.field(default_factory=set)
+  integration_scheme: int = 1   # IntegrationScheme.SEMI_IMPLICIT
+  p_gain: np.ndarray | None = None
+  d_gain: np.ndarray | None = None
+  control_mode: int = 0
+  actuation_lower: np.ndarray | None = None
+  actuation_upper: np.ndarray | None = None
 
 
 @dataclasses.dataclass

@@ -1,10 +1,13 @@
 """The simulation step as pure functions of (Model, State).
 
     integrate1: replaces last step's contacts by the current configuration's (collision
-                detection); impulses of persisting contacts are kept as the warm start
-    integrate2: external loads -> free velocity -> contact solver -> pose integration ->
-                penetration correction (erp), world time += dt, external loads cleared;
-                articulated systems: ABA + semi-implicit Euler (no contacts with them yet)
+                detection over single bodies and articulated links); impulses of persisting
+                contacts are kept as the warm start
+    integrate2: single bodies: external loads -> free velocity; articulated systems: implicit
+                PD + springs + damping -> M_eff and free velocity (articulated_integrate);
+                -> one contact solve over contacts and joint limits (contact_dynamics)
+                -> poses (single bodies semi-implicit, systems by their IntegrationScheme)
+                + penetration correction (erp), world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
     rollout   = lax.scan of step
 """
@@ -13,9 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision import detection
-from raisim_jax.dynamics import contact_dynamics, single_body
-from raisim_jax.dynamics.articulated_integrate import integrate_articulated
-from raisim_jax.types import ArticulatedState, Control, Model, State
+from raisim_jax.dynamics import articulated_integrate, contact_dynamics, single_body
+from raisim_jax.types import Control, Model, State
 
 
 def integrate1(model: Model, state: State) -> State:
@@ -32,41 +34,66 @@ def clear_contacts(model: Model, state: State) -> State:
       model.collision.contact_capacity, model.dtype))
 
 
+def _apply_articulated_control(state: State, control: Control | None) -> State:
+  """Writes a Control's articulated actions into the state (they persist, like setPdTarget)."""
+  if control is None or not control.articulated:
+    return state
+  if len(control.articulated) != len(state.articulated):
+    raise ValueError(f"Control.articulated has {len(control.articulated)} entries, the world "
+                     f"has {len(state.articulated)} articulated systems")
+  systems = tuple(
+      system.replace(p_target=action.p_target, d_target=action.d_target,
+                     feedforward_force=action.feedforward_force)
+      for system, action in zip(state.articulated, control.articulated))
+  return state.replace(articulated=systems)
+
+
 def integrate2(model: Model, state: State, control: Control | None = None) -> State:
   """Velocity update, contact solve and pose update (RaiSim's integrate2)."""
+  state = _apply_articulated_control(state, control)
+  dt = model.time_step
   bodies = state.bodies
   force, torque = bodies.external_force, bodies.external_torque
   if control is not None:
     force = force + control.body_force
     torque = torque + control.body_torque
   velocity = single_body.free_velocity(model, state, force, torque)
-  velocity, contacts, iterations = contact_dynamics.solve_contacts(
-      model, state, velocity, state.contacts)
-  state = single_body.integrate_pose(model, state, velocity)
-  position = state.bodies.position + contact_dynamics.position_correction(model, contacts)
+  terms = tuple(
+      articulated_integrate.step_terms(
+          system_model, system.generalized_coordinate, system.generalized_velocity,
+          system.feedforward_force, system.p_target, system.d_target, model.gravity, dt,
+          system.external_wrench)
+      for system_model, system in zip(model.articulated, state.articulated))
+  solution = contact_dynamics.solve_contacts(model, state, velocity, state.contacts, terms)
+  state = single_body.integrate_pose(model, state, solution.velocity)
+  position = state.bodies.position + solution.body_displacement
   zeros = jnp.zeros_like(bodies.external_force)
+
+  systems = []
+  for system_model, system, term, gv_next, displacement in zip(
+      model.articulated, state.articulated, terms, solution.generalized_velocity,
+      solution.generalized_displacement):
+    gv_next = articulated_integrate.clip_velocity(system_model, gv_next)
+    gc_next = articulated_integrate.update_configuration(
+        system_model, system.generalized_coordinate, system.generalized_velocity, gv_next, dt,
+        displacement)
+    systems.append(system.replace(
+        generalized_coordinate=gc_next, generalized_velocity=gv_next,
+        generalized_acceleration=(gv_next - system.generalized_velocity) / dt,
+        generalized_force=articulated_integrate.generalized_force(
+            system_model, term, system.feedforward_force, system.d_target,
+            system.generalized_velocity, gv_next, dt),
+        external_wrench=jnp.zeros_like(system.external_wrench)))
   return state.replace(
       bodies=state.bodies.replace(position=position, external_force=zeros,
                                   external_torque=zeros),
-      contacts=contacts,
-      time=state.time + model.time_step,
-      solver_iterations=iterations,
-      articulated=tuple(integrate_articulated_system(model, system_model, system_state)
-                        for system_model, system_state in zip(model.articulated,
-                                                              state.articulated)),
+      contacts=solution.contacts,
+      time=state.time + dt,
+      solver_iterations=solution.iterations,
+      articulated=tuple(systems),
+      joint_limits=(solution.joint_limits if solution.joint_limits is not None
+                    else state.joint_limits),
   )
-
-
-def integrate_articulated_system(model: Model, system_model, system: ArticulatedState):
-  """Free motion of one articulated system over a step (no contacts with it yet):
-  semi-implicit Euler with ABA, feed-forward force and external wrenches."""
-  gc, gv = integrate_articulated(
-      system_model, system.generalized_coordinate, system.generalized_velocity,
-      system.feedforward_force, model.gravity, model.time_step, system.external_wrench)
-  return system.replace(
-      generalized_coordinate=gc, generalized_velocity=gv,
-      generalized_acceleration=(gv - system.generalized_velocity) / model.time_step,
-      external_wrench=jnp.zeros_like(system.external_wrench))
 
 
 def step(model: Model, state: State, control: Control | None = None) -> State:

@@ -59,6 +59,24 @@ class SingleBodyModel:
   body_type: jax.Array
 
 
+class IntegrationScheme(enum.IntEnum):
+  """RaiSim's IntegrationScheme of an articulated system's position update (the velocity is
+  always the implicit, contact-solved end-of-step velocity u+):
+  TRAPEZOID q += dt (u + u+)/2; SEMI_IMPLICIT (default, single bodies use it too) q += dt u+;
+  EULER q += dt u; RUNGE_KUTTA_4: classical RK4 of the contact-free dynamics, used in steps
+  where the system has no contact or joint-limit row (SEMI_IMPLICIT otherwise)."""
+  TRAPEZOID = 0
+  SEMI_IMPLICIT = 1
+  EULER = 2
+  RUNGE_KUTTA_4 = 3
+
+
+class ControlMode(enum.IntEnum):
+  """RaiSim's ControlMode of an articulated system."""
+  FORCE_AND_TORQUE = 0
+  PD_PLUS_FEEDFORWARD_TORQUE = 1
+
+
 class BroadphaseType(enum.IntEnum):
   """RaiSim's contact::BroadphaseType."""
   None_ = 0
@@ -122,6 +140,8 @@ class CollisionModel:
     mbp_world_min, mbp_world_max, mbp_cell_size: (3,) MultiBoxPrune grid; mbp_padding ().
     margin: () speculative contact margin (m): pairs closer than this report a contact.
     broadphase: static BroadphaseType.
+    articulated_body_offset: static, the collision-body index of each articulated system's
+      body 0 (collision/collision_bodies.py).
     sap_window: static neighbours examined per shape by Sap3Axis.
     mbp_max_cells_per_axis: static.
     contact_capacity: static size of the contact buffer.
@@ -135,6 +155,7 @@ class CollisionModel:
   mbp_padding: jax.Array
   margin: jax.Array
   broadphase: int = static_field()
+  articulated_body_offset: tuple = static_field()
   sap_window: int = static_field()
   mbp_max_cells_per_axis: int = static_field()
   contact_capacity: int = static_field()
@@ -179,6 +200,7 @@ class Model:
     time_step: () s.
     articulated: tuple of dynamics.tree.ArticulatedModel, one per articulated system, in
       world order.
+    joint_limits: JointLimitModel (the limited joints of every system).
     num_bodies: static count of single-body objects.
     gyroscopic_iterations: static fixed-point iterations of the implicit-midpoint rotation
       update (error shrinks like (dt |omega|)^k; 4 is round-off for dt |omega| < 1e-2).
@@ -189,6 +211,7 @@ class Model:
   gravity: jax.Array
   time_step: jax.Array
   articulated: tuple = ()
+  joint_limits: "JointLimitModel" = None
   num_bodies: int = static_field(default=0)
   gyroscopic_iterations: int = static_field(default=4)
 
@@ -260,12 +283,19 @@ class ArticulatedState:
     feedforward_force: (nv,) generalized force set by the user; kept until changed.
     external_wrench: (nbody, 6) [force; torque about the body origin], world frame, applied
       during the next integrate2 and then cleared.
+    p_target: (nq,) PD position target (setPdTarget; quaternions for spherical/floating).
+    d_target: (nv,) PD velocity target.
+    generalized_force: (nv,) feed-forward + PD + passive generalized force of the last step,
+      evaluated at the end-of-step state (the implicit PD's actual force; getGeneralizedForce).
   """
   generalized_coordinate: jax.Array
   generalized_velocity: jax.Array
   generalized_acceleration: jax.Array
   feedforward_force: jax.Array
   external_wrench: jax.Array
+  p_target: jax.Array
+  d_target: jax.Array
+  generalized_force: jax.Array
 
 
 @dataclass
@@ -278,26 +308,94 @@ class State:
     time: () world time in s, advanced by integrate2.
     solver_iterations: () int32 sweeps used by the last contact solve.
     articulated: tuple of ArticulatedState, one per articulated system.
+    joint_limits: JointLimitState of the last step (rows of Model.joint_limits).
   """
   bodies: SingleBodyState
   contacts: Contacts
   time: jax.Array
   solver_iterations: jax.Array
   articulated: tuple = ()
+  joint_limits: "JointLimitState" = None
+
+
+@dataclass
+class JointLimitModel:
+  """Joint position limits of revolute and prismatic joints, one row per limited joint (all
+  articulated systems of the world). Solved as unilateral rows of the contact problem.
+
+  Attributes:
+    system: static tuple, articulated system of each row.
+    dof: static tuple, generalized-velocity index of the joint inside its system.
+    coordinate: static tuple, generalized-coordinate index of the joint inside its system.
+  """
+  system: tuple = static_field(default=())
+  dof: tuple = static_field(default=())
+  coordinate: tuple = static_field(default=())
+
+  @property
+  def count(self) -> int:
+    return len(self.system)
+
+
+@dataclass
+class JointLimitState:
+  """Joint-limit rows of the last step (RaiSim's getJointLimitViolations).
+
+  Attributes:
+    active: (L,) bool, the row was in the contact problem (joint at or near a limit).
+    upper: (L,) bool, the row acted at the upper limit (else the lower one).
+    impulse: (L,) generalized impulse of the row along the joint, signed: positive pushes
+      the joint coordinate up (away from the lower limit).
+    violation: (L,) how far past the limit the joint was at the start of the step (>= 0).
+  """
+  active: jax.Array
+  upper: jax.Array
+  impulse: jax.Array
+  violation: jax.Array
+
+
+@dataclass
+class ArticulatedControl:
+  """Per-step action of one articulated system. Given in a Control, it replaces the
+  state's PD targets and feed-forward force for that step (and stays in the state, as
+  RaiSim's setters do).
+
+  Attributes:
+    p_target: (nq,) PD position target.
+    d_target: (nv,) PD velocity target.
+    feedforward_force: (nv,) generalized force added to the PD force.
+  """
+  p_target: jax.Array
+  d_target: jax.Array
+  feedforward_force: jax.Array
 
 
 @dataclass
 class Control:
-  """Per-step inputs added to the state's pending external loads (world frame).
+  """Per-step inputs: single-body loads added to the state's pending external loads (world
+  frame), and articulated actions.
 
   Attributes:
     body_force: (n, 3) force at each single body's COM.
     body_torque: (n, 3) torque on each single body.
+    articulated: () to keep every system's targets and feed-forward force from the state, or
+      one ArticulatedControl per articulated system (world order).
   """
   body_force: jax.Array
   body_torque: jax.Array
+  articulated: tuple = ()
 
   @classmethod
   def zeros(cls, model: Model) -> "Control":
+    """No single-body loads; articulated systems keep the state's targets."""
     zeros = jnp.zeros((model.num_bodies, 3), model.dtype)
     return cls(body_force=zeros, body_torque=zeros)
+
+  @classmethod
+  def from_state(cls, model: Model, state: "State") -> "Control":
+    """No single-body loads; every articulated system's current targets and feed-forward
+    force, as a starting point for a policy's action."""
+    zeros = jnp.zeros((model.num_bodies, 3), model.dtype)
+    return cls(body_force=zeros, body_torque=zeros, articulated=tuple(
+        ArticulatedControl(p_target=s.p_target, d_target=s.d_target,
+                           feedforward_force=s.feedforward_force) for s in state.articulated))

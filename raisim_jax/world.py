@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import objects, validation
-from raisim_jax.articulated_system import ArticulatedSystem
+from raisim_jax.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import compile_world, material_names, material_table, resolve_dtype
@@ -23,23 +23,10 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     WorldDescription)
 from raisim_jax.io import urdf
 from raisim_jax.ray_collision import RayCollisionItem, RayCollisionList
-from raisim_jax.io.articulated_description import JOINT_DIMS, JOINT_FLOATING, JOINT_SPHERICAL
 from raisim_jax.dynamics import mass_properties
+from raisim_jax.collision import collision_bodies
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
-
-
-def zero_configuration(description):
-  """(nq,) joint angles zero, unit quaternions identity (floating base and spherical joints)."""
-  gc = np.zeros(description.gc_dim)
-  offset = 0
-  for body in description.bodies:
-    if body.joint_type == JOINT_FLOATING:
-      gc[offset + 3] = 1.0
-    elif body.joint_type == JOINT_SPHERICAL:
-      gc[offset] = 1.0
-    offset += JOINT_DIMS[body.joint_type][0]
-  return gc
 
 
 def COLLISION(index: int) -> int:
@@ -162,6 +149,8 @@ class World:
       obj._entry.generalized_coordinate = np.asarray(system.generalized_coordinate, np.float64)
       obj._entry.generalized_velocity = np.asarray(system.generalized_velocity, np.float64)
       obj._entry.feedforward_force = np.asarray(system.feedforward_force, np.float64)
+      obj._entry.p_target = np.asarray(system.p_target, np.float64)
+      obj._entry.d_target = np.asarray(system.d_target, np.float64)
     bodies = jax.tree.map(np.asarray, self._state.bodies)
     for index, obj in enumerate(self._single_objects()):
       d = obj._description
@@ -376,7 +365,11 @@ class World:
     """Adds an articulated system from a URDF path, a URDF string (decided by content) or a
     `Child` tree (programmatic construction, spec option 4). Its generalized coordinate starts
     at zero joint angles with an identity base orientation."""
-    del options  # doNotCollideWithParent / convexifyCollisionMeshes: no articulated contacts yet
+    if options is None:
+      options = ArticulatedSystemOption()
+    if not isinstance(options, ArticulatedSystemOption):
+      raise ValueError(f"argument 'options' must be an ArticulatedSystemOption, got "
+                       f"{type(options).__name__}")
     if isinstance(filePathOrURDFScript, urdf.Child):
       description = urdf.description_from_child(
           filePathOrURDFScript, joint_order=list(jointOrder) or None)
@@ -387,12 +380,13 @@ class World:
       source = "" if text.lstrip().startswith("<") else text
     entry = ArticulatedEntry(
         name="", description=description,
-        generalized_coordinate=zero_configuration(description),
+        generalized_coordinate=description.zero_configuration(),
         generalized_velocity=np.zeros(description.dof),
         feedforward_force=np.zeros(description.dof),
         collision_group=_collision_bits(collisionGroup, "collisionGroup"),
         collision_mask=_collision_bits(collisionMask, "collisionMask"),
-        source=source, res_path=str(resPath))
+        source=source, res_path=str(resPath),
+        do_not_collide_with_parent=bool(options.doNotCollideWithParent))
     self._structure_changed()
     view = ArticulatedSystem(self, entry)
     self._objects.append(view)
@@ -614,14 +608,22 @@ class World:
     self._structure_changed()
 
   # ---- contacts ------------------------------------------------------------------------------
+  def _collision_body_owners(self):
+    """[(world object, local body index)] per collision body (collision_bodies.py order)."""
+    owners = [(obj, 0) for obj in self._single_objects()]
+    for obj in self._articulated_objects():
+      owners += [(obj, b) for b in range(obj._entry.description.num_bodies)]
+    return owners
+
   def _contacts(self):
-    """Per-object contact lists (built once per state): {world index: [Contact, ...]}."""
+    """Per-object contact lists (built once per state): {world index: [Contact, ...]}, and
+    the contact problem. A self-collision appears twice in its system's list (once per
+    side); the second has skip() True."""
     if self._contact_cache is None:
       c = jax.tree.map(np.asarray, self._current_state().contacts)
-      world_index = [obj.getIndexInWorld() for obj in self._single_objects()]
+      owners = self._collision_body_owners()
       slots = np.nonzero(c.active)[0]
-      per_object, problem = {}, []
-      body_types = np.asarray(self._model.bodies.body_type)
+      body_types = np.asarray(collision_bodies.collision_body_types(self._model))
       entries = []
       for problem_index, slot in enumerate(slots):
         data = {name: getattr(c, name)[slot] for name in (
@@ -629,24 +631,30 @@ class World:
             "body_a", "body_b", "shape_a", "shape_b")}
         data = {k: np.array(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
                 else np.asarray(v) for k, v in data.items()}
-        data["object_a"] = world_index[int(data["body_a"])]
-        data["object_b"] = world_index[int(data["body_b"])]
+        (object_a, local_a), (object_b, local_b) = (owners[int(data["body_a"])],
+                                                    owners[int(data["body_b"])])
+        data.update(object_a=object_a.getIndexInWorld(), object_b=object_b.getIndexInWorld(),
+                    local_a=local_a, local_b=local_b, self_collision=object_a is object_b)
         entries.append((problem_index, slot, data))
+      per_object = {}
       for problem_index, slot, data in entries:
-        for is_a, body in ((True, int(data["body_a"])), (False, int(data["body_b"]))):
+        for is_a in (True, False):
+          body = int(data["body_a"] if is_a else data["body_b"])
           if body_types[body] == BodyType.STATIC:
-            continue  # RaiSim does not store contacts on static objects
-          per_object.setdefault(body, []).append((problem_index, slot, is_a, data))
+            continue  # RaiSim does not store contacts on static bodies
+          key = int(data["object_a"] if is_a else data["object_b"])
+          per_object.setdefault(key, []).append((problem_index, slot, is_a, data))
       views = {}
-      for body, items in per_object.items():
-        views[body] = []
+      for key, items in per_object.items():
+        views[key] = []
         for k, (problem_index, slot, is_a, data) in enumerate(items):
-          other = int(data["body_b"] if is_a else data["body_a"])
+          other = int(data["object_b"] if is_a else data["object_a"])
           pair_list = per_object.get(other, [])
-          pair_index = next((j for j, it in enumerate(pair_list) if it[1] == slot), -1)
-          views[body].append(Contact(self, slot, is_a, k, pair_index, problem_index, data))
-      for problem_index, slot, data in entries:
-        problem.append(Contact(self, slot, True, -1, -1, problem_index, data))
+          pair_index = next((j for j, it in enumerate(pair_list)
+                             if it[1] == slot and it[2] != is_a), -1)
+          views[key].append(Contact(self, slot, is_a, k, pair_index, problem_index, data))
+      problem = [Contact(self, slot, True, -1, -1, problem_index, data)
+                 for problem_index, slot, data in entries]
       self._contact_cache = (views, problem)
     return self._contact_cache
 
@@ -655,7 +663,7 @@ class World:
     return list(self._contacts()[1])
 
   def _object_contacts(self, obj):
-    return list(self._contacts()[0].get(self._body_row(obj), []))
+    return list(self._contacts()[0].get(obj.getIndexInWorld(), []))
 
   def getContactOverflow(self) -> bool:
     """True if the last collision detection exceeded a pair or contact capacity."""
@@ -680,17 +688,18 @@ class World:
       raise ValueError(f"argument 'direction' must be non-zero, got {direction}")
     length = validation.positive(length, "length")
     object_id = objectId.getIndexInWorld() if hasattr(objectId, "getIndexInWorld") else int(objectId)
-    ignore = -1  # the core works in single-body rows, not world indices
-    if int(localId) == 0 and 0 <= object_id < len(self._objects):
+    ignore = -1  # the core works in collision-body rows, not world indices
+    if 0 <= object_id < len(self._objects):
+      owners = self._collision_body_owners()
       ignored = self._objects[object_id]
-      if isinstance(ignored, objects.SingleBodyObject):
-        ignore = self._body_row(ignored)
+      ignore = next((row for row, (obj, local) in enumerate(owners)
+                     if obj is ignored and local == int(localId)), -1)
     mask = pairs.split_bits(_collision_bits(collisionMask, "collisionMask"))
     model, state = self.compile()
     result = jax.device_get(self._ray_test(model, state, start, direction, length,
                                            np.int32(ignore), mask))
     if not bool(result.hit):
       return RayCollisionList()
+    obj, local = self._collision_body_owners()[int(result.object_index)]
     return RayCollisionList([RayCollisionItem(
-        self._single_objects()[int(result.object_index)], result.position, result.normal,
-        result.distance, 0)])
+        obj, result.position, result.normal, result.distance, local)])

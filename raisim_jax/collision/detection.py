@@ -12,17 +12,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax.collision import broadphase, narrowphase, shapes
+from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shapes
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.math import quaternion as quat
 from raisim_jax.math import safe
 from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
 
 KEY_STRIDE = 8  # points per pair in a warm-start key (maxContactsPerPair <= 8)
 
 
-def shape_world_poses(model: Model, state: State):
-  """World poses of the collision shapes.
+def shape_world_poses(model: Model, state: State, kinematics=None):
+  """World poses of the collision shapes (single bodies and articulated links).
+
+  kinematics: per-system Kinematics at the state's configuration, if already computed.
 
   Returns:
     (positions (ns, 3), rotations (ns, 3, 3) shape -> world, sizes (ns, 4)); a half-space's
@@ -30,8 +31,10 @@ def shape_world_poses(model: Model, state: State):
   """
   shape_model = model.collision.shapes
   body = np.asarray(shape_model.body, np.int32)
-  body_rotation = quat.to_matrix(state.bodies.quaternion)[body]
-  positions = state.bodies.position[body] + jnp.einsum(
+  body_positions, body_rotations = collision_bodies.collision_body_poses(model, state,
+                                                                         kinematics)
+  body_rotation = body_rotations[body]
+  positions = body_positions[body] + jnp.einsum(
       "nij,nj->ni", body_rotation, shape_model.position_body)
   rotations = body_rotation @ shape_model.rotation_body
   halfspace = np.asarray(shape_model.shape_type) == ShapeType.HALFSPACE
@@ -64,6 +67,37 @@ def _filter_passes(shape_model, body_type, body_of_shape, a, b):
   return a_accepts_b & b_accepts_a & moving
 
 
+NARROWPHASE_CHUNK = 4  # pairs per narrowphase chunk (skipped as a whole when empty)
+
+
+def _collide_in_chunks(collide_pair, count, *arrays):
+  """vmap of `collide_pair` over the compacted pair slots, in chunks of NARROWPHASE_CHUNK
+  (a lax.map, so the narrowphase is compiled once); chunks past the survivor `count` return
+  zeros (invalid points) without evaluating the narrowphase."""
+  capacity = arrays[0].shape[0]
+  chunk = min(NARROWPHASE_CHUNK, capacity)
+  num_chunks = -(-capacity // chunk)
+  padded = num_chunks * chunk
+
+  def reshape(x):
+    x = jnp.concatenate([x, jnp.repeat(x[:1], padded - capacity, axis=0)]) if padded > capacity else x
+    return x.reshape((num_chunks, chunk) + x.shape[1:])
+
+  def evaluate(c):
+    return jax.vmap(collide_pair)(*c)
+
+  empty = jax.eval_shape(evaluate, tuple(reshape(x)[0] for x in arrays))
+
+  def one_chunk(inputs):
+    start, c = inputs
+    return jax.lax.cond(count > start, evaluate,
+                        lambda _: jax.tree.map(lambda e: jnp.zeros(e.shape, e.dtype), empty), c)
+
+  starts = jnp.arange(num_chunks, dtype=count.dtype) * chunk
+  out = jax.lax.map(one_chunk, (starts, tuple(reshape(x) for x in arrays)))
+  return jax.tree.map(lambda x: x.reshape((padded,) + x.shape[2:])[:capacity], out)
+
+
 def contact_frame(normal):
   """(..., 3, 3) RaiSim's transposed contact frame: rows x, y, z with z = normal.
 
@@ -75,18 +109,21 @@ def contact_frame(normal):
   return jnp.stack([x_axis, y_axis, normal], axis=-2)
 
 
-def detect_contacts(model: Model, state: State) -> Contacts:
-  """All contacts of the current configuration, compacted into the contact buffer."""
+def detect_contacts(model: Model, state: State, kinematics=None) -> Contacts:
+  """All contacts of the current configuration, compacted into the contact buffer.
+
+  `body_a` / `body_b` are collision-body indices (collision/collision_bodies.py)."""
   collision = model.collision
   shape_model = collision.shapes
   dtype = model.dtype
-  positions, rotations, sizes = shape_world_poses(model, state)
+  positions, rotations, sizes = shape_world_poses(model, state, kinematics)
   aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
   # Grown by the speculative margin, so pairs closer than the margin reach the narrowphase.
   aabb_lo, aabb_hi = aabb_lo - collision.margin, aabb_hi + collision.margin
   body_of_shape = jnp.asarray(np.asarray(shape_model.body, np.int32))
   num_pairs = int(sum(g.shape_a.shape[0] for g in collision.groups))
 
+  body_types = collision_bodies.collision_body_types(model)
   overflow = jnp.zeros((), bool)
   sap_hits = None
   if collision.broadphase == BroadphaseType.Sap3Axis and num_pairs:
@@ -101,16 +138,13 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     candidate = broadphase.pair_candidates(
         collision, aabb_lo, aabb_hi, a, b,
         None if sap_hits is None else sap_hits[group.pair_index], unbounded)
-    candidate &= _filter_passes(shape_model, model.bodies.body_type, body_of_shape, a, b)
-    num_candidates = a.shape[0]
-    if group.capacity < num_candidates:
-      count = jnp.sum(candidate)
-      overflow |= count > group.capacity
-      (selected,) = jnp.nonzero(candidate, size=group.capacity, fill_value=0)
-      selected_valid = jnp.arange(group.capacity) < count
-    else:
-      selected = jnp.arange(num_candidates)
-      selected_valid = candidate
+    candidate &= _filter_passes(shape_model, body_types, body_of_shape, a, b)
+    count = jnp.sum(candidate)
+    overflow |= count > group.capacity
+    # Survivors first, then the narrowphase chunk by chunk: a chunk with no survivor is
+    # skipped (for one world; under vmap cond is a select and every chunk is computed).
+    (selected,) = jnp.nonzero(candidate, size=group.capacity, fill_value=0)
+    selected_valid = jnp.arange(group.capacity) < count
     sa, sb = a[selected], b[selected]
 
     def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
@@ -118,8 +152,8 @@ def detect_contacts(model: Model, state: State) -> Contacts:
                                  size_b, rot_b, pos_b, max_points=group.points,
                                  margin=collision.margin)
 
-    points = jax.vmap(collide_pair)(sizes[sa], rotations[sa], positions[sa],
-                                    sizes[sb], rotations[sb], positions[sb])
+    points = _collide_in_chunks(collide_pair, count, sizes[sa], rotations[sa], positions[sa],
+                                sizes[sb], rotations[sb], positions[sb])
     k = group.points
     key = (group.pair_index[selected][:, None] * KEY_STRIDE
            + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
@@ -133,8 +167,11 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   capacity = collision.contact_capacity
   if not slot_fields:
     return empty_contacts(capacity, dtype)
+  # The world's dtype throughout (a narrowphase constant must not promote float32 worlds).
   flat = {name: jnp.concatenate([f[name].reshape((-1,) + f[name].shape[2:])
                                  for f in slot_fields]) for name in slot_fields[0]}
+  flat = {name: value.astype(dtype) if jnp.issubdtype(value.dtype, jnp.floating) else value
+          for name, value in flat.items()}
   count = jnp.sum(flat["valid"])
   overflow |= count > capacity
   (index,) = jnp.nonzero(flat["valid"], size=capacity, fill_value=0)

@@ -10,12 +10,13 @@ import numpy as np
 from raisim_jax.collision.shapes import ShapeType
 
 
-def candidate_pairs(shape_body, shape_type):
+def candidate_pairs(shape_body, shape_type, excluded_bodies=frozenset()):
   """All (a, b) shape pairs on different bodies, not both half-spaces, with type_a <= type_b.
 
   Args:
-    shape_body: (ns,) body index of each shape.
+    shape_body: (ns,) collision-body index of each shape.
     shape_type: (ns,) ShapeType code of each shape.
+    excluded_bodies: set of (body, body) pairs, smaller index first, that never collide.
 
   Returns:
     list of (shape_a, shape_b) in a deterministic order.
@@ -25,6 +26,8 @@ def candidate_pairs(shape_body, shape_type):
   for i in range(n):
     for j in range(i + 1, n):
       if shape_body[i] == shape_body[j]:
+        continue
+      if (min(shape_body[i], shape_body[j]), max(shape_body[i], shape_body[j])) in excluded_bodies:
         continue
       if shape_type[i] == ShapeType.HALFSPACE and shape_type[j] == ShapeType.HALFSPACE:
         continue

@@ -40,7 +40,8 @@ class RayHit:
     distance: () distance from the start along the unit direction (length if no hit).
     position: (3,) world hit point (the ray's end if no hit).
     normal: (3,) world unit surface normal at the hit (see the inside-start rule; 0 if no hit).
-    object_index: () int32 single-body row of the hit body (-1 if no hit).
+    object_index: () int32 collision-body row of the hit body (-1 if no hit;
+      collision/collision_bodies.py).
     shape_index: () int32 row of the hit shape in model.collision.shapes (-1 if no hit).
   """
   hit: jax.Array
@@ -258,7 +259,7 @@ def ray_test(model, state, start, direction, length, ignore_body=-1,
   Args:
     start, direction: (3,) world ray start and direction (normalised here).
     length: ray length; hits with distance in [0, length] count.
-    ignore_body: single-body row of a body whose shapes are ignored (-1: none).
+    ignore_body: collision-body row of a body whose shapes are ignored (-1: none).
     collision_mask_bits: (2,) uint32 low/high words; a shape is hit only if
       (its collision group & mask) != 0.
   """

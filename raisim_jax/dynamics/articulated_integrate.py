@@ -1,50 +1,39 @@
-"""Free (contact-free) integration of an articulated system: semi-implicit Euler.
+"""Time stepping of one articulated system, RaiSim's way.
 
-u+ = u + dt * ABA(q, u, tau_total) (all dynamics evaluated at q, as in RaiSim's
-integrate1/integrate2 split), then q is integrated with the step's mean velocity
-u_mid = (u + u+) / 2 (default, position_velocity="average") or with u+ ("next", the textbook
-symplectic Euler):
-  revolute / prismatic: q += dt u;
-  spherical: q <- exp(dt w_parent) ⊗ q (w in the joint / parent frame), normalized;
-  floating: p += dt v_world, q <- exp(dt w_world) ⊗ q, normalized.
-Joint damping d and springs k (revolute/prismatic: rest `spring_mount`) are applied as in
-RaiSim, implicitly: tau -= d u + k (q - q_mount) and diag(M) += dt d + dt^2 k (the "damped
-inverse mass matrix"). Spherical springs are not applied yet.
+Per step (all dynamics evaluated at the start-of-step state q, u):
 
-Why the mean velocity: with q += dt u+, a body in free fall lands dt g t / 2 below the exact
-trajectory at time t (q_n = exact + g dt t_n / 2), so the potential energy, and hence the
-total energy, drifts by m |g|^2 dt t / 2, growing without bound (5e-3 relative over 5 s at
-dt = 1e-4 on all_joints; 0.16 J of 31 J). With u_mid the position update is exact for constant
-acceleration, at the same cost (one ABA per step, nothing evaluated at a second
-configuration); the remaining drift is O(dt) from the velocity-dependent terms (about
-1e-6 of the kinetic energy per second at dt = 1e-4). See docs/articulated.md.
+1. Actuation and passive elements are implicit in the velocity. With PD gains kp, kd, joint
+   springs k (rest `spring_mount`) and damping d, the forces are taken at the end-of-step
+   velocity u+ and the predicted position q + dt u+:
+       M (u+ - u) = dt [tau_ff + kp (e - dt u+) + kd (v* - u+) + k (e_s - dt u+) - d u+ - h]
+   where e = target (-) q and e_s = mount (-) q are configuration differences (quaternion
+   joints: rotation vectors, `configuration_difference`). Hence the effective mass matrix
+       M_eff = M + diag(dt (d + kd) + dt^2 (k + kp))      (rotor inertia is already in M)
+   and the free velocity u_free = u + dt M_eff^-1 tau, tau = tau_ff + kp (e - dt u) +
+   kd (v* - u) + k (e_s - dt u) - d u - h. This is the spec's "stable PD": a stiff PD stays
+   stable where an explicit one diverges. The contact solver then adds M_eff^-1 J^T lambda.
+2. Actuation limits (setActuationLimits) bound tau_ff + PD force, evaluated at u: a dof whose
+   force would exceed a bound gets the bound as a constant force, and its gains leave M_eff
+   for this step (the bound is then exact).
+3. Joint velocity limits clip u+ after the contact solve.
+4. Positions follow the system's IntegrationScheme (types.IntegrationScheme): SEMI_IMPLICIT
+   (default, as single bodies) q += dt u+; TRAPEZOID q += dt (u + u+)/2; EULER q += dt u.
+
+Configuration updates (RaiSim convention): revolute / prismatic q += dt u; spherical
+q <- exp(dt w_parent) (x) q; floating p += dt v_world, q <- exp(dt w_world) (x) q.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax.dynamics import aba
+from raisim_jax.dynamics import crba, rnea
+from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                       JOINT_SPHERICAL)
 from raisim_jax.math import quaternion
-
-
-def _scalar_joint_indices(model):
-  gc_idx, gv_idx = [], []
-  for i, jt in enumerate(model.joint_type):
-    if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
-      gc_idx.append(model.gc_offset[i])
-      gv_idx.append(model.gv_offset[i])
-  return np.asarray(gc_idx, dtype=int), np.asarray(gv_idx, dtype=int)
-
-
-def spring_damper_force(model, gc, gv):
-  """Generalized force (nv,) of joint springs and dampers: -d u - k (q - q_mount)."""
-  tau = -model.damping * gv
-  gc_idx, gv_idx = _scalar_joint_indices(model)
-  if gc_idx.size:
-    tau = tau.at[gv_idx].add(-model.stiffness[gv_idx] * (gc[gc_idx] - model.spring_mount[gc_idx]))
-  return tau
+from raisim_jax.struct import dataclass
+from raisim_jax.types import IntegrationScheme
 
 
 def integrate_configuration(model, gc, gv, dt):
@@ -64,24 +53,135 @@ def integrate_configuration(model, gc, gv, dt):
   return out
 
 
-POSITION_VELOCITIES = ("average", "next")
+def configuration_difference(model, gc_from, gc_to):
+  """(nv,) tangent vector e with integrate_configuration(model, gc_from, e, 1) == gc_to:
+  coordinate differences for revolute / prismatic joints, rotation vectors
+  log(q_to (x) q_from^-1) (parent frame; world for the floating base) for quaternions."""
+  out = jnp.zeros(model.num_gv, gc_from.dtype)
+  for i, jt in enumerate(model.joint_type):
+    o, v = model.gc_offset[i], model.gv_offset[i]
+    if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+      out = out.at[v].set(gc_to[o] - gc_from[o])
+    elif jt == JOINT_SPHERICAL:
+      rotation = quaternion.multiply(quaternion.normalize(gc_to[o:o + 4]),
+                                     quaternion.conjugate(quaternion.normalize(gc_from[o:o + 4])))
+      out = out.at[v:v + 3].set(quaternion.log_map(rotation))
+    elif jt == JOINT_FLOATING:
+      out = out.at[v:v + 3].set(gc_to[o:o + 3] - gc_from[o:o + 3])
+      rotation = quaternion.multiply(
+          quaternion.normalize(gc_to[o + 3:o + 7]),
+          quaternion.conjugate(quaternion.normalize(gc_from[o + 3:o + 7])))
+      out = out.at[v + 3:v + 6].set(quaternion.log_map(rotation))
+  return out
 
 
-def integrate_articulated(model, gc, gv, generalized_force, gravity, dt, external_wrench=None,
-                          position_velocity="average"):
-  """One semi-implicit Euler step without contacts -> (gc, gv).
+@dataclass
+class ArticulatedStepTerms:
+  """What the contact solver and the position update need from one system's step.
 
-  gc (nq,), gv (nv,), generalized_force (nv,), gravity (3,), dt scalar, external_wrench
-  (B, 6) optional [force; torque about the body origin], world frame. position_velocity
-  (static): "average" integrates q with (u + u+) / 2, "next" with u+ (see module doc).
+  Attributes:
+    kinematics: Kinematics at the start-of-step state (with velocities).
+    mass_factor: (nv, nv) lower Cholesky factor of M_eff (module docstring).
+    free_velocity: (nv,) u_free, the end-of-step velocity without contact impulses.
+    position_error: (nv,) PD error e = target (-) q at the start of the step.
+    clamped: (nv,) bool, dofs whose actuation force sits on a limit this step.
+    actuation_force: (nv,) tau_ff + PD force evaluated at u (the bound where clamped).
+    stiffness: (nv,) PD stiffness in M_eff (0 where clamped or in FORCE_AND_TORQUE mode).
+    damping: (nv,) PD damping in M_eff (same).
   """
-  if position_velocity not in POSITION_VELOCITIES:
-    raise ValueError(f"position_velocity must be one of {POSITION_VELOCITIES}, got {position_velocity!r}")
+  kinematics: kin_lib.Kinematics
+  mass_factor: jax.Array
+  free_velocity: jax.Array
+  position_error: jax.Array
+  clamped: jax.Array
+  actuation_force: jax.Array
+  stiffness: jax.Array
+  damping: jax.Array
+
+
+def _scalar_or_spherical_spring_error(model, gc):
+  """(nv,) mount (-) q for revolute, prismatic and spherical joints; 0 for the base."""
+  error = configuration_difference(model, gc, model.spring_mount)
+  floating = np.asarray([jt == JOINT_FLOATING for jt in model.joint_type])
+  if floating.any():
+    mask = np.ones(model.num_gv)
+    for i in np.nonzero(floating)[0]:
+      mask[model.gv_offset[i]:model.gv_offset[i] + 6] = 0.0
+    error = error * jnp.asarray(mask, error.dtype)
+  return error
+
+
+def step_terms(model, gc, gv, feedforward_force, p_target, d_target, gravity, dt,
+               external_wrench=None) -> ArticulatedStepTerms:
+  """Implicit actuation and passive forces, M_eff and the free velocity of one step.
+
+  gc (nq,), gv (nv,), feedforward_force (nv,), p_target (nq,), d_target (nv,), gravity (3,),
+  dt (), external_wrench (B, 6) [force; torque about the body origin] world frame or None."""
+  kin = kin_lib.forward_kinematics(model, gc, gv)
+  mass = crba.mass_matrix_from_kinematics(model, kin)
+  bias = rnea.bias_force_from_kinematics(model, kin, gv, gravity, external_wrench)
+
+  position_error = configuration_difference(model, gc, p_target)
+  kp, kd = model.pd_enabled * model.p_gain, model.pd_enabled * model.d_gain
+  wanted = feedforward_force + kp * (position_error - dt * gv) + kd * (d_target - gv)
+  clamped = (wanted < model.actuation_lower) | (wanted > model.actuation_upper)
+  actuation = jnp.clip(wanted, model.actuation_lower, model.actuation_upper)
+  kp = jnp.where(clamped, 0.0, kp)
+  kd = jnp.where(clamped, 0.0, kd)
+
+  spring_error = _scalar_or_spherical_spring_error(model, gc)
+  passive = model.stiffness * (spring_error - dt * gv) - model.damping * gv
+  extra = dt * (model.damping + kd) + dt * dt * (model.stiffness + kp)
+  factor = jnp.linalg.cholesky(mass + jnp.diag(extra))
+  free = gv + dt * solve_mass(factor, actuation + passive - bias)
+  return ArticulatedStepTerms(kinematics=kin, mass_factor=factor, free_velocity=free,
+                              position_error=position_error, clamped=clamped,
+                              actuation_force=actuation, stiffness=kp, damping=kd)
+
+
+def solve_mass(factor, rhs):
+  """M_eff^-1 rhs for rhs (nv,) or (nv, k), from the Cholesky factor."""
+  return jax.scipy.linalg.cho_solve((factor, True), rhs)
+
+
+def generalized_force(model, terms: ArticulatedStepTerms, feedforward_force, d_target, gv,
+                      gv_next, dt):
+  """(nv,) feed-forward + PD force the implicit step applied (getGeneralizedForce): the PD at
+  the end-of-step velocity and predicted position, the bound on clamped dofs."""
+  pd = (terms.stiffness * (terms.position_error - dt * gv_next)
+        + terms.damping * (d_target - gv_next))
+  return jnp.where(terms.clamped, terms.actuation_force, feedforward_force + pd)
+
+
+def clip_velocity(model, gv):
+  """u with each dof clipped to its joint velocity limit (inf: no limit)."""
+  return jnp.clip(gv, -model.velocity_limit, model.velocity_limit)
+
+
+def update_configuration(model, gc, gv, gv_next, dt, displacement=None):
+  """q at the end of the step by the system's IntegrationScheme; `displacement` (nv,) is a
+  position-only correction (penetration removal) applied with it."""
+  scheme = model.integration_scheme
+  if scheme == IntegrationScheme.TRAPEZOID:
+    velocity = 0.5 * (gv + gv_next)
+  elif scheme == IntegrationScheme.EULER:
+    velocity = gv
+  else:
+    velocity = gv_next
+  if displacement is not None:
+    velocity = velocity + displacement / dt
+  return integrate_configuration(model, gc, velocity, dt)
+
+
+def integrate_articulated(model, gc, gv, generalized_force_ff, gravity, dt, external_wrench=None,
+                          p_target=None, d_target=None):
+  """One contact-free step of one system -> (gc, gv): the step the world takes when nothing
+  touches the system (same code path). Targets default to the current state (no PD pull)."""
   dtype = model.dtype
   gc, gv = jnp.asarray(gc, dtype), jnp.asarray(gv, dtype)
-  tau = jnp.asarray(generalized_force, dtype) + spring_damper_force(model, gc, gv)
-  armature = model.rotor_inertia + dt * model.damping + dt * dt * model.stiffness
-  du = aba.forward_dynamics(model, gc, gv, tau, gravity, external_wrench, armature)
-  gv_new = gv + dt * du
-  gv_pos = 0.5 * (gv + gv_new) if position_velocity == "average" else gv_new
-  return integrate_configuration(model, gc, gv_pos, dt), gv_new
+  p_target = gc if p_target is None else jnp.asarray(p_target, dtype)
+  d_target = jnp.zeros_like(gv) if d_target is None else jnp.asarray(d_target, dtype)
+  terms = step_terms(model, gc, gv, jnp.asarray(generalized_force_ff, dtype), p_target,
+                     d_target, jnp.asarray(gravity, dtype), dt, external_wrench)
+  gv_next = clip_velocity(model, terms.free_velocity)
+  return update_configuration(model, gc, gv, gv_next, dt), gv_next

@@ -1,44 +1,70 @@
-"""Contact impulses for single bodies: RaiSim's per-contact iteration in body-velocity space.
+"""The world's contact problem and RaiSim's per-contact solver over it.
 
-For contact i between bodies a (object A) and b, with r = p_i - com and the transposed contact
-frame F_i (rows x, y, z; z = normal towards A):
-    v_i = F_i [(v_a + w_a x r_a) - (v_b + w_b x r_b)]          (A relative to B)
-    G_ii = F_i (K_a(r_a) + K_b(r_b)) F_i^T,  K(r) = m^-1 I - [r]x I_w^-1 [r]x
-Each Gauss-Seidel visit solves contact i's 3-D problem exactly against its Coulomb cone with the
-others fixed (`contact_solver.solve_single_contact`) and applies the impulse change to the two
-bodies' velocities at once, which is the dense v = G lambda + c sweep without forming the
-off-diagonal blocks (O(contacts) memory and work per sweep).
+One problem per world: every contact (single body vs single body, link vs anything,
+self-collision) and every joint-limit row is a 3-row block i with
+    v_i = F_i [(v_a + w_a x r_a) - (v_b + w_b x r_b)] + J_i u
+where F_i is the transposed contact frame (rows x, y, z; z = normal towards A), the first term
+is the single-body part (a, b single bodies, weights 0 for sides that are links) and J_i
+(3, NV) the articulated part over the stacked generalized velocities u of all systems (A's
+Jacobian minus B's, in the contact frame). The Delassus block is
+    G_ii = F_i (K_a(r_a) + K_b(r_b)) F_i^T + J_i W_i,   W_i = M_eff^-1 J_i^T,
+K(r) = m^-1 I - [r]x I_w^-1 [r]x, and M_eff the block-diagonal effective mass matrix of the
+systems with their implicit PD, springs and damping (dynamics/articulated_integrate.py),
+factorised once per step. Each Gauss-Seidel visit solves block i exactly with the others fixed
+and applies its impulse change to the bodies at once (v_a += m^-1 F^T dl, ...; u += W_i dl):
+the dense v = G lambda + c sweep without forming the off-diagonal blocks.
 
-Where RaiSim's material system enters (interpretations documented in docs/contact_solver.md):
+Row kinds: contacts use the exact local solve on the Coulomb cone
+(`contact_solver.solve_single_contact`); joint-limit rows are unilateral 1-D rows along the
+joint (dynamics/joint_limits.py) with x, y rows empty.
+
+Where RaiSim's material system enters (docs/contact_solver.md):
 - target normal velocity: the bounce (from the approach speed at the start of the step) for a
   touching contact, and depth / dt (the approach that just closes the gap) for a gap within
   the speculative margin;
-- penetration is removed at the position level (`position_correction`: erp * depth per step,
-  shared by inverse mass), not by a velocity bias, so it never adds kinetic energy (a
-  velocity-level ERP made slow impacts bounce below the restitution threshold);
+- penetration is removed at the position level (`position_correction`), not by a velocity
+  bias, so it never adds kinetic energy;
 - friction coefficient interpolated from the static one by the start-of-step sliding speed.
-Warm start: integrate1 copies last step's impulses to contacts with the same (pair, point)
-key (`warm_start_impulse`).
+Warm start: integrate1 copies last step's normal impulses to contacts with the same
+(pair, point) key (`warm_start_impulse`); joint-limit rows keep theirs when the same limit
+stays active.
 """
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from raisim_jax.dynamics import contact_solver, single_body
+from raisim_jax.collision import collision_bodies
+from raisim_jax.dynamics import articulated_integrate, contact_solver, jacobian, joint_limits
+from raisim_jax.dynamics import single_body
 from raisim_jax.math import rotation
+from raisim_jax.struct import dataclass
 from raisim_jax.types import Contacts, Model, State
 
+ROW_CONTACT = 0
+ROW_JOINT_LIMIT = 1
 
 
-def _point_velocity(linear, angular, body, r):
-  return linear[body] + jnp.cross(angular[body], r)
+@dataclass
+class ContactSolution:
+  """Result of one world's contact solve.
 
-
-def _point_mobility(inv_mass, inv_inertia, body, r):
-  """(C, 3, 3) K(r) = m^-1 I - [r]x I_w^-1 [r]x of `body` at offsets r (world frame)."""
-  skew = rotation.skew(r)
-  eye = jnp.eye(3, dtype=r.dtype)
-  return inv_mass[body][:, None, None] * eye - skew @ inv_inertia[body] @ skew
+  Attributes:
+    velocity: single-body StepVelocity with the impulses applied.
+    generalized_velocity: tuple of (nv_s,) end-of-step velocities, one per system.
+    contacts: Contacts with `impulse` and `inverse_apparent_inertia` set.
+    joint_limits: JointLimitState of this step (None without limited joints).
+    iterations: () int32 sweeps used.
+    body_displacement: (n, 3) single-body position corrections (erp * depth).
+    generalized_displacement: tuple of (nv_s,) articulated position corrections.
+  """
+  velocity: single_body.StepVelocity
+  generalized_velocity: tuple
+  contacts: Contacts
+  joint_limits: object
+  iterations: jax.Array
+  body_displacement: jax.Array
+  generalized_displacement: tuple
 
 
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
@@ -56,161 +82,365 @@ def warm_start_impulse(previous: Contacts, contacts: Contacts):
   return jnp.where(found[:, None], normal_only, 0.0)
 
 
+def _system_offsets(model: Model):
+  """Static start of each system's generalized velocities in the stacked vector, and NV."""
+  offsets, total = [], 0
+  for system_model in model.articulated:
+    offsets.append(total)
+    total += system_model.num_gv
+  return offsets, total
+
+
+def _contact_jacobians(model: Model, contacts: Contacts, terms):
+  """(C, 3, NV) articulated part of the contact rows in the contact frame, and (C, S) bool:
+  which systems each contact touches."""
+  owner_system, owner_local = collision_bodies.body_owner_tables(model)
+  owner_system, owner_local = jnp.asarray(owner_system), jnp.asarray(owner_local)
+  body_a, body_b = jnp.maximum(contacts.body_a, 0), jnp.maximum(contacts.body_b, 0)
+  system_a = jnp.where(contacts.active, owner_system[body_a], -1)
+  system_b = jnp.where(contacts.active, owner_system[body_b], -1)
+  blocks, touches = [], []
+  for s, (system_model, term) in enumerate(zip(model.articulated, terms)):
+    def side(system_of_side, body):
+      on = system_of_side == s
+      local = jnp.where(on, owner_local[body], 0)
+      jac = jax.vmap(lambda b, p: jacobian.point_jacobian(system_model, term.kinematics, b, p))(
+          local, contacts.position)
+      return jnp.where(on[:, None, None], jac, 0.0)
+
+    world = side(system_a, body_a) - side(system_b, body_b)        # (C, 3, nv_s)
+    blocks.append(jnp.einsum("cij,cjn->cin", contacts.frame, world))
+    touches.append((system_a == s) | (system_b == s))
+  return jnp.concatenate(blocks, axis=-1), jnp.stack(touches, axis=-1)
+
+
+def _limit_jacobians(model: Model, direction, total_dofs):
+  """(L, 3, NV) joint-limit rows (z row = direction along the joint) and (L, S) touches."""
+  offsets, _ = _system_offsets(model)
+  limits = model.joint_limits
+  columns = np.asarray([offsets[s] + d for s, d in zip(limits.system, limits.dof)])
+  one_hot = np.zeros((limits.count, total_dofs))
+  one_hot[np.arange(limits.count), columns] = 1.0
+  jac = jnp.zeros((limits.count, 3, total_dofs), direction.dtype)
+  jac = jac.at[:, 2, :].set(direction[:, None] * jnp.asarray(one_hot, direction.dtype))
+  touches = np.zeros((limits.count, len(model.articulated)), bool)
+  touches[np.arange(limits.count), np.asarray(limits.system)] = True
+  return jac, jnp.asarray(touches)
+
+
+def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
+  """(R, 3, 3) weight * K(r) of single body `body` at offsets r (world frame)."""
+  skew = rotation.skew(r)
+  eye = jnp.eye(3, dtype=r.dtype)
+  k = inv_mass[body][:, None, None] * eye - skew @ inv_inertia[body] @ skew
+  return weight[:, None, None] * k
+
+
 def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocity,
-                   contacts: Contacts):
-  """Adds contact impulses to the step velocity.
+                   contacts: Contacts, terms=()) -> ContactSolution:
+  """Solves the world's contact and joint-limit problem.
 
   Args:
     model: Model.
     state: State at the start of the step (poses, start-of-step velocities).
-    velocity: free StepVelocity (no contacts) of this step.
+    velocity: free single-body StepVelocity (no contacts) of this step.
     contacts: this step's contacts (from integrate1); their `impulse` is the warm start.
+    terms: tuple of ArticulatedStepTerms, one per system (free velocities, M_eff factors).
 
   Returns:
-    (velocity with impulses applied, contacts with `impulse` and `inverse_apparent_inertia`,
-    number of sweeps used).
+    ContactSolution.
   """
   dtype = model.dtype
   dt = model.time_step
-  active = contacts.active
+  n = model.num_bodies
+  offsets, total_dofs = _system_offsets(model)
+  num_systems = len(model.articulated)
+  capacity = contacts.active.shape[0]
+
+  # ---- rows: contacts, then joint limits -------------------------------------------------
+  active_c = contacts.active
   body_a = jnp.maximum(contacts.body_a, 0)
   body_b = jnp.maximum(contacts.body_b, 0)
-  com = state.bodies.position
-  r_a = contacts.position - com[body_a]
-  r_b = contacts.position - com[body_b]
+  single_a = active_c & (contacts.body_a < n)
+  single_b = active_c & (contacts.body_b < n)
+  limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
+  num_limits = model.joint_limits.count
+
   frame = contacts.frame
+  row_active = active_c
+  kind = jnp.zeros((capacity,), jnp.int32)
+  if num_limits:
+    frame = jnp.concatenate([frame, jnp.broadcast_to(jnp.eye(3, dtype=dtype),
+                                                     (num_limits, 3, 3))])
+    row_active = jnp.concatenate([active_c, limits["active"]])
+    kind = jnp.concatenate([kind, jnp.full((num_limits,), ROW_JOINT_LIMIT, jnp.int32)])
+  rows = row_active.shape[0]
 
-  inv_mass = single_body.inverse_mass(model)
-  inv_inertia = single_body.inverse_inertia_world(model, state)
-  mobility = (_point_mobility(inv_mass, inv_inertia, body_a, r_a)
-              + _point_mobility(inv_mass, inv_inertia, body_b, r_b))
-  delassus = frame @ mobility @ jnp.swapaxes(frame, -1, -2)
+  def pad(x, value=0):
+    """Extends a per-contact array with joint-limit rows."""
+    if not num_limits:
+      return x
+    return jnp.concatenate([x, jnp.full((num_limits,) + x.shape[1:], value, x.dtype)])
+
+  weight_a = pad(single_a.astype(dtype))
+  weight_b = pad(single_b.astype(dtype))
+  index_a = pad(jnp.where(single_a, body_a, 0))
+  index_b = pad(jnp.where(single_b, body_b, 0))
+
+  # Single-body part.
+  has_singles = n > 0
+  if has_singles:
+    com = state.bodies.position
+    r_a = pad(contacts.position - com[jnp.minimum(body_a, n - 1)])
+    r_b = pad(contacts.position - com[jnp.minimum(body_b, n - 1)])
+    inv_mass = single_body.inverse_mass(model)
+    inv_inertia = single_body.inverse_inertia_world(model, state)
+    mobility = (_mobility_weighted(inv_mass, inv_inertia, index_a, weight_a, r_a)
+                + _mobility_weighted(inv_mass, inv_inertia, index_b, weight_b, r_b))
+    delassus = frame @ mobility @ jnp.swapaxes(frame, -1, -2)
+  else:
+    delassus = jnp.zeros((rows, 3, 3), dtype)
+
+  # Articulated part.
+  has_systems = total_dofs > 0
+  if has_systems:
+    jac_c, touches = _contact_jacobians(model, contacts, terms)
+    if num_limits:
+      jac_l, touches_l = _limit_jacobians(model, limits["direction"], total_dofs)
+      jac = jnp.concatenate([jac_c, jac_l])
+      touches = jnp.concatenate([touches, touches_l])
+    else:
+      jac = jac_c
+    blocks = []
+    for s, term in enumerate(terms):
+      nv = model.articulated[s].num_gv
+      if not nv:
+        continue
+      js = jac[:, :, offsets[s]:offsets[s] + nv].reshape(rows * 3, nv)
+      ws = articulated_integrate.solve_mass(term.mass_factor, js.T)      # (nv, R*3)
+      blocks.append(jnp.swapaxes(ws.T.reshape(rows, 3, nv), 1, 2))       # (R, nv, 3)
+    inverse_jt = jnp.concatenate(blocks, axis=1)                          # (R, NV, 3)
+    delassus = delassus + jnp.einsum("rin,rnj->rij", jac, inverse_jt)
+    generalized_start = jnp.concatenate([s.generalized_velocity for s in state.articulated])
+    generalized_free = jnp.concatenate([t.free_velocity for t in terms])
   eye = jnp.eye(3, dtype=dtype)
-  delassus = jnp.where(active[:, None, None], delassus, eye)
+  delassus = jnp.where(row_active[:, None, None], delassus, eye)
+  if num_limits:
+    # Joint-limit rows act along z only: unit x, y so the block stays invertible.
+    limit_rows = (kind == ROW_JOINT_LIMIT)[:, None, None]
+    delassus = jnp.where(limit_rows, delassus * jnp.asarray(np.diag([0.0, 0.0, 1.0]), dtype)
+                         + jnp.asarray(np.diag([1.0, 1.0, 0.0]), dtype), delassus)
 
-  # Material pair properties and the targets, from the start-of-step velocities.
+  # ---- material properties and targets from the start-of-step velocities -----------------
   shapes = model.collision.shapes
   material_a = shapes.material[jnp.maximum(contacts.shape_a, 0)]
   material_b = shapes.material[jnp.maximum(contacts.shape_b, 0)]
   props = model.solver.pair_table[material_a, material_b]
-  s = state.bodies
-  relative = (_point_velocity(s.linear_velocity, s.angular_velocity, body_a, r_a)
-              - _point_velocity(s.linear_velocity, s.angular_velocity, body_b, r_b))
-  relative = jnp.einsum("cij,cj->ci", frame, relative)
-  approach_speed = -relative[:, 2]
-  tangential_speed = jnp.sqrt(relative[:, 0]**2 + relative[:, 1]**2 + 1e-30)
+  relative = jnp.zeros((rows, 3), dtype)
+  if has_singles:
+    s = state.bodies
+
+    def point_velocity(index, r):
+      return s.linear_velocity[index] + jnp.cross(s.angular_velocity[index], r)
+
+    world = (weight_a[:, None] * point_velocity(index_a, r_a)
+             - weight_b[:, None] * point_velocity(index_b, r_b))
+    relative = relative + jnp.einsum("rij,rj->ri", frame, world)
+  if has_systems:
+    relative = relative + jnp.einsum("rin,n->ri", jac, generalized_start)
+  relative_c = relative[:capacity]
+  approach_speed = -relative_c[:, 2]
+  tangential_speed = jnp.sqrt(relative_c[:, 0]**2 + relative_c[:, 1]**2 + 1e-30)
   friction = contact_solver.static_friction_coefficient(
       props[:, 0], props[:, 3], props[:, 4], tangential_speed)
   bounce = contact_solver.bounce_velocity(props[:, 1], props[:, 2], approach_speed)
   depth = contacts.depth
-  target = jnp.where(active, jnp.where(depth >= 0, bounce, depth / dt), 0.0)
+  target = jnp.where(active_c, jnp.where(depth >= 0, bounce, depth / dt), 0.0)
+  impulse0 = jnp.where(active_c[:, None], contacts.impulse, 0.0)
+  friction = pad(friction)
+  if num_limits:
+    target = jnp.concatenate([target, jnp.where(limits["active"], limits["target"], 0.0)])
+    warm = jnp.where(limits["active"], limits["warm"], 0.0)
+    impulse0 = jnp.concatenate([impulse0, jnp.zeros((num_limits, 3), dtype).at[:, 2].set(warm)])
 
-  impulse0 = jnp.where(active[:, None], contacts.impulse, 0.0)
+  # ---- Gauss-Seidel sweeps -----------------------------------------------------------------
+  def apply(carry_velocity, i, delta):
+    """Adds row i's impulse change (contact frame) to the bodies' velocities."""
+    linear, angular, generalized = carry_velocity
+    if has_singles:
+      world_impulse = frame[i].T @ delta
+      a, b = index_a[i], index_b[i]
+      linear = linear.at[a].add(weight_a[i] * inv_mass[a] * world_impulse)
+      angular = angular.at[a].add(weight_a[i] * (inv_inertia[a] @ jnp.cross(r_a[i],
+                                                                            world_impulse)))
+      linear = linear.at[b].add(-weight_b[i] * inv_mass[b] * world_impulse)
+      angular = angular.at[b].add(-weight_b[i] * (inv_inertia[b] @ jnp.cross(r_b[i],
+                                                                             world_impulse)))
+    if has_systems:
+      generalized = generalized + inverse_jt[i] @ delta
+    return linear, angular, generalized
 
-  def apply(linear, angular, i, world_impulse):
-    """Adds a world-frame impulse on A (and its opposite on B) of contact i."""
-    a, b = body_a[i], body_b[i]
-    linear = linear.at[a].add(inv_mass[a] * world_impulse)
-    angular = angular.at[a].add(inv_inertia[a] @ jnp.cross(r_a[i], world_impulse))
-    linear = linear.at[b].add(-inv_mass[b] * world_impulse)
-    angular = angular.at[b].add(-inv_inertia[b] @ jnp.cross(r_b[i], world_impulse))
-    return linear, angular
+  def apply_all(carry_velocity, impulses):
+    linear, angular, generalized = carry_velocity
+    if has_singles:
+      world_impulse = jnp.einsum("rji,rj->ri", frame, impulses)
+      torque_a = jnp.einsum("rij,rj->ri", inv_inertia[index_a], jnp.cross(r_a, world_impulse))
+      torque_b = jnp.einsum("rij,rj->ri", inv_inertia[index_b], jnp.cross(r_b, world_impulse))
+      linear = linear.at[index_a].add((weight_a * inv_mass[index_a])[:, None] * world_impulse)
+      linear = linear.at[index_b].add(-(weight_b * inv_mass[index_b])[:, None] * world_impulse)
+      angular = angular.at[index_a].add(weight_a[:, None] * torque_a)
+      angular = angular.at[index_b].add(-weight_b[:, None] * torque_b)
+    if has_systems:
+      generalized = generalized + jnp.einsum("rnj,rj->n", inverse_jt, impulses)
+    return linear, angular, generalized
 
-  def apply_all(linear, angular, impulses):
-    world = jnp.einsum("cji,cj->ci", frame, impulses)
-    torque_a = jnp.einsum("cij,cj->ci", inv_inertia[body_a], jnp.cross(r_a, world))
-    torque_b = jnp.einsum("cij,cj->ci", inv_inertia[body_b], jnp.cross(r_b, world))
-    linear = linear.at[body_a].add(inv_mass[body_a][:, None] * world)
-    linear = linear.at[body_b].add(-inv_mass[body_b][:, None] * world)
-    angular = angular.at[body_a].add(torque_a).at[body_b].add(-torque_b)
-    return linear, angular
+  def row_velocity(carry_velocity, i):
+    linear, angular, generalized = carry_velocity
+    v = jnp.zeros(3, dtype)
+    if has_singles:
+      a, b = index_a[i], index_b[i]
+      world = (weight_a[i] * (linear[a] + jnp.cross(angular[a], r_a[i]))
+               - weight_b[i] * (linear[b] + jnp.cross(angular[b], r_b[i])))
+      v = v + frame[i] @ world
+    if has_systems:
+      v = v + jac[i] @ generalized
+    return v
 
-  linear, angular = apply_all(velocity.linear, velocity.angular, impulse0)
+  def local_solve(i, c_prime):
+    def contact(_):
+      return contact_solver.solve_single_contact(delassus[i], c_prime, friction[i], target[i])
 
-  capacity = contacts.active.shape[0]
-  order = jnp.arange(capacity)
-  if model.solver.reverse_order:
-    order = order[::-1]
+    def limit(_):
+      lam = jnp.maximum((target[i] - c_prime[2]) / delassus[i, 2, 2], 0.0)
+      return jnp.zeros(3, dtype).at[2].set(lam)
+
+    if not num_limits:
+      return contact(None)
+    return jax.lax.cond(kind[i] == ROW_CONTACT, contact, limit, None)
 
   def visit_active(carry, i):
-    linear, angular, impulses, change = carry
-    a, b = body_a[i], body_b[i]
-    v = frame[i] @ (linear[a] + jnp.cross(angular[a], r_a[i])
-                    - linear[b] - jnp.cross(angular[b], r_b[i]))
-    c_prime = v - delassus[i] @ impulses[i]
-    new = contact_solver.solve_single_contact(delassus[i], c_prime, friction[i], target[i])
+    carry_velocity, impulses, change = carry
+    c_prime = row_velocity(carry_velocity, i) - delassus[i] @ impulses[i]
+    new = local_solve(i, c_prime)
     delta = new - impulses[i]
-    linear, angular = apply(linear, angular, i, frame[i].T @ delta)
+    carry_velocity = apply(carry_velocity, i, delta)
     change = jnp.maximum(change, jnp.max(jnp.abs(delta)))
-    return linear, angular, impulses.at[i].set(new), change
+    return carry_velocity, impulses.at[i].set(new), change
 
   def visit(carry, i):
-    # Empty slots are skipped (a real skip for one world; a select under vmap).
-    return jax.lax.cond(active[i], visit_active, lambda c, _: c, carry, i), None
+    # Inactive rows are skipped (a real skip for one world; a select under vmap).
+    return jax.lax.cond(row_active[i], visit_active, lambda c, _: c, carry, i), None
+
+  order = jnp.arange(rows)
+  if model.solver.reverse_order:
+    order = order[::-1]
+  # Active rows first (contacts are already compacted; limit rows are not), so the
+  # early-exit path visits only [0, num_active).
+  num_active = jnp.sum(row_active.astype(jnp.int32))
+  (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
 
   def sweep(carry):
-    linear, angular, impulses, _, iterations = carry
-    (linear, angular, impulses, change), _ = jax.lax.scan(
-        visit, (linear, angular, impulses, jnp.zeros((), dtype)), order)
-    return linear, angular, impulses, change, iterations + 1
-
-  # Contacts are compacted (active slots first), so the early-exit path only visits
-  # [0, num_active): a dynamic trip count, which under vmap is the batch's largest.
-  num_active = jnp.sum(active.astype(jnp.int32))
+    carry_velocity, impulses, _, iterations = carry
+    (carry_velocity, impulses, change), _ = jax.lax.scan(
+        visit, (carry_velocity, impulses, jnp.zeros((), dtype)), order)
+    return carry_velocity, impulses, change, iterations + 1
 
   def sweep_active(carry):
-    linear, angular, impulses, _, iterations = carry
+    carry_velocity, impulses, _, iterations = carry
 
     def body(k, inner):
-      i = num_active - 1 - k if model.solver.reverse_order else k
-      return visit_active(inner, i)
+      position = num_active - 1 - k if model.solver.reverse_order else k
+      return visit_active(inner, active_order[position])
 
-    linear, angular, impulses, change = jax.lax.fori_loop(
-        0, num_active, body, (linear, angular, impulses, jnp.zeros((), dtype)))
-    return linear, angular, impulses, change, iterations + 1
+    carry_velocity, impulses, change = jax.lax.fori_loop(
+        0, num_active, body, (carry_velocity, impulses, jnp.zeros((), dtype)))
+    return carry_velocity, impulses, change, iterations + 1
 
-  start = (linear, angular, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
+  generalized0 = generalized_free if has_systems else jnp.zeros((0,), dtype)
+  carry_velocity = apply_all((velocity.linear, velocity.angular, generalized0), impulse0)
+  start = (carry_velocity, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
   max_iterations = model.solver.max_iterations
 
   def unconverged(carry):
-    return carry[3] > model.solver.threshold
+    return carry[2] > model.solver.threshold
 
-  if not capacity:
+  if not rows:
     impulses, iterations = impulse0, jnp.zeros((), jnp.int32)
   elif model.solver.differentiable:
     # Fixed trip count, converged sweeps skipped by cond: reverse-mode differentiable.
     def iterate(carry, _):
       return jax.lax.cond(unconverged(carry), sweep, lambda c: c, carry), None
 
-    (linear, angular, impulses, _, iterations), _ = jax.lax.scan(
+    (carry_velocity, impulses, _, iterations), _ = jax.lax.scan(
         iterate, start, None, length=max_iterations)
   else:
     # Early exit that also pays off under vmap (the batch stops when every world converged).
-    (linear, angular, impulses, _, iterations) = jax.lax.while_loop(
-        lambda c: unconverged(c) & (c[4] < max_iterations) & (num_active > 0),
+    (carry_velocity, impulses, _, iterations) = jax.lax.while_loop(
+        lambda c: unconverged(c) & (c[3] < max_iterations) & (num_active > 0),
         sweep_active, start)
+
+  linear, angular, generalized = carry_velocity
   velocity = velocity.replace(linear=linear, angular=angular)
-  contacts = contacts.replace(impulse=impulses, inverse_apparent_inertia=delassus)
-  return velocity, contacts, iterations
+  contacts = contacts.replace(impulse=impulses[:capacity],
+                              inverse_apparent_inertia=delassus[:capacity])
+
+  # ---- position correction (erp * penetration, no velocity added) ---------------------------
+  penetration = jnp.where(active_c & (depth > 0), depth, 0.0)
+  limit_state = None
+  if num_limits:
+    violation = jnp.maximum(-limits["gap"], 0.0)
+    penetration = jnp.concatenate([penetration, jnp.where(limits["active"], violation, 0.0)])
+    limit_impulse = impulses[capacity:, 2]
+    limit_state = state.joint_limits.replace(
+        active=limits["active"], upper=limits["upper"],
+        impulse=jnp.where(limits["active"], limits["direction"] * limit_impulse, 0.0),
+        violation=violation)
+  body_displacement = jnp.zeros((n, 3), dtype)
+  if has_singles:
+    body_displacement = _single_body_correction(model, contacts, single_a, single_b, body_a,
+                                                body_b, inv_mass)
+  generalized_displacement = ()
+  if has_systems:
+    push = model.solver.erp * penetration / delassus[:, 2, 2]
+    counts = jnp.sum((touches & (penetration > 0)[:, None]).astype(dtype), axis=0)
+    displacement = jnp.einsum("rn,r->n", inverse_jt[:, :, 2], push)
+    pieces = []
+    for s in range(num_systems):
+      nv = model.articulated[s].num_gv
+      pieces.append(displacement[offsets[s]:offsets[s] + nv] / jnp.maximum(counts[s], 1.0))
+    generalized_displacement = tuple(pieces)
+    split = tuple(generalized[offsets[s]:offsets[s] + model.articulated[s].num_gv]
+                  for s in range(num_systems))
+  else:
+    split = tuple(jnp.zeros((0,), dtype) for _ in range(num_systems))
+    generalized_displacement = split
+  return ContactSolution(velocity=velocity, generalized_velocity=split, contacts=contacts,
+                         joint_limits=limit_state, iterations=iterations,
+                         body_displacement=body_displacement,
+                         generalized_displacement=generalized_displacement)
 
 
-def position_correction(model: Model, contacts: Contacts):
-  """(n, 3) world displacements that remove a fraction erp of each penetration.
+def _single_body_correction(model, contacts, single_a, single_b, body_a, body_b, inv_mass):
+  """(n, 3) world displacements of the single bodies that remove a fraction erp of each
+  penetration.
 
-  Each penetrating contact asks for erp * depth along its normal, split between its two bodies
-  by inverse mass; a body's displacement is the mean of the requests on it (so a box resting
-  on four corners moves once, not four times). Static and kinematic bodies never move."""
-  inv_mass = single_body.inverse_mass(model)
-  body_a = jnp.maximum(contacts.body_a, 0)
-  body_b = jnp.maximum(contacts.body_b, 0)
-  share = inv_mass[body_a] + inv_mass[body_b]
+  Each penetrating contact asks for erp * depth along its normal, split between its single
+  bodies by inverse mass (a link side takes no share here: articulated systems get their own
+  correction); a body's displacement is the mean of the requests on it (so a box resting on
+  four corners moves once, not four times). Static and kinematic bodies never move."""
+  n = model.num_bodies
+  inv_a = jnp.where(single_a, inv_mass[jnp.minimum(body_a, n - 1)], 0.0)
+  inv_b = jnp.where(single_b, inv_mass[jnp.minimum(body_b, n - 1)], 0.0)
+  index_a = jnp.where(single_a, body_a, 0)
+  index_b = jnp.where(single_b, body_b, 0)
+  share = inv_a + inv_b
   push = jnp.where(contacts.active & (contacts.depth > 0) & (share > 0),
                    model.solver.erp * contacts.depth / jnp.where(share > 0, share, 1.0), 0.0)
   request = push[:, None] * contacts.normal
-  n = model.num_bodies
   displacement = jnp.zeros((n, 3), request.dtype)
-  displacement = displacement.at[body_a].add(inv_mass[body_a][:, None] * request)
-  displacement = displacement.at[body_b].add(-inv_mass[body_b][:, None] * request)
-  involved = (push > 0).astype(request.dtype)
-  count = jnp.zeros((n,), request.dtype).at[body_a].add(involved).at[body_b].add(involved)
+  displacement = displacement.at[index_a].add(inv_a[:, None] * request)
+  displacement = displacement.at[index_b].add(-inv_b[:, None] * request)
+  involved_a = ((push > 0) & single_a).astype(request.dtype)
+  involved_b = ((push > 0) & single_b).astype(request.dtype)
+  count = jnp.zeros((n,), request.dtype).at[index_a].add(involved_a).at[index_b].add(involved_b)
   return displacement / jnp.maximum(count, 1.0)[:, None]

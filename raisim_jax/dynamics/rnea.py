@@ -51,6 +51,16 @@ def inverse_dynamics(model, gc, gv, ga, gravity, external_wrench=None):
   return tau + model.rotor_inertia * ga
 
 
+def bias_force_from_kinematics(model, kin, gv, gravity, external_wrench=None):
+  """h (nv,) at precomputed `Kinematics` (with velocity): Coriolis, centrifugal and gravity
+  terms minus the generalized force of the external wrenches (B, 6) [force; torque about the
+  body origin], world frame. tau = M du/dt + h."""
+  total = _subtree_forces(model, kin, gv, jnp.zeros(model.num_gv, model.dtype), gravity,
+                          external_wrench)
+  dof_body = np.asarray(model.dof_body, dtype=int)
+  return jnp.einsum("ai,ai->a", kin.motion_subspace, total[dof_body])
+
+
 def nonlinearities(model, gc, gv, gravity):
   """h(q, u) (nv,): Coriolis, centrifugal and gravity terms (getNonlinearities(gravity))."""
   return inverse_dynamics(model, gc, gv, jnp.zeros(model.num_gv, model.dtype), gravity)

@@ -31,12 +31,18 @@ class ArticulatedModel:
     rotor_inertia (nv,), damping (nv,), stiffness (nv,): per generalized velocity.
     spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
     joint_lower (nq,), joint_upper (nq,) position limits (inf where absent);
-    velocity_limit (nv,), effort_limit (nv,).
+    velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve.
+    actuation_lower (nv,), actuation_upper (nv,): bounds on feed-forward + PD generalized
+      force (+-inf where absent or 0; URDF `effort` gives -effort / +effort).
+    p_gain (nv,), d_gain (nv,): PD gains (setPdGains), used when pd_enabled is 1.
+    pd_enabled (): 1.0 in PD_PLUS_FEEDFORWARD_TORQUE mode, 0.0 in FORCE_AND_TORQUE mode (a
+      float, so jax.grad w.r.t. the model works).
     frame_pos (F, 3), frame_rot (F, 3, 3): frame pose in its body frame.
   Static:
     parent: parent body per body (-1 for the root); joint_type: JOINT_* code per body;
     gc_offset/gv_offset, gc_dim/gv_dim per body; levels: body indices per tree depth;
-    dof_body: body of each generalized velocity; frame_body: body of each frame; names.
+    dof_body: body of each generalized velocity; frame_body: body of each frame; names;
+    integration_scheme: IntegrationScheme code of the position update (dynamics/integrator.py).
   """
   joint_pos: jnp.ndarray
   joint_rot: jnp.ndarray
@@ -51,7 +57,11 @@ class ArticulatedModel:
   joint_lower: jnp.ndarray
   joint_upper: jnp.ndarray
   velocity_limit: jnp.ndarray
-  effort_limit: jnp.ndarray
+  actuation_lower: jnp.ndarray
+  actuation_upper: jnp.ndarray
+  p_gain: jnp.ndarray
+  d_gain: jnp.ndarray
+  pd_enabled: jnp.ndarray
   frame_pos: jnp.ndarray
   frame_rot: jnp.ndarray
   num_bodies: int = static_field()
@@ -70,6 +80,7 @@ class ArticulatedModel:
   body_names: tuple = static_field()
   joint_names: tuple = static_field()
   frame_names: tuple = static_field()
+  integration_scheme: int = static_field(default=1)
 
   @property
   def dtype(self):
@@ -107,6 +118,11 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
   def per_dof(attr):
     return np.array([getattr(bodies[i], attr) for i in dof_body], dtype=float).reshape(nv)
 
+  # URDF effort and velocity limits; 0 (what files write for "unspecified") means no limit.
+  effort = per_dof("effort_limit")
+  effort = np.where(effort > 0, effort, np.inf)
+  velocity_limit = per_dof("velocity_limit")
+  velocity_limit = np.where(velocity_limit > 0, velocity_limit, np.inf)
   spring = np.zeros(nq)
   lower, upper = np.full(nq, -np.inf), np.full(nq, np.inf)
   for i, b in enumerate(bodies):
@@ -134,8 +150,9 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
       stiffness=arr(per_dof("stiffness")),
       spring_mount=arr(spring),
       joint_lower=arr(lower), joint_upper=arr(upper),
-      velocity_limit=arr(per_dof("velocity_limit")),
-      effort_limit=arr(per_dof("effort_limit")),
+      velocity_limit=arr(velocity_limit),
+      actuation_lower=arr(-effort), actuation_upper=arr(effort),
+      p_gain=arr(np.zeros(nv)), d_gain=arr(np.zeros(nv)), pd_enabled=arr(0.0),
       frame_pos=arr([f.pos for f in frames]).reshape(len(frames), 3),
       frame_rot=arr([f.rot for f in frames]).reshape(len(frames), 3, 3),
       num_bodies=nb, num_gc=nq, num_gv=nv, fixed_base=bool(description.fixed_base),

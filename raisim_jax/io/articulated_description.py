@@ -202,3 +202,15 @@ class ArticulatedDescription:
   @property
   def frame_names(self):
     return [f.name for f in self.frames]
+
+  def zero_configuration(self) -> np.ndarray:
+    """(nq,) joint angles zero, unit quaternions identity (floating base and spherical)."""
+    gc = np.zeros(self.gc_dim)
+    offset = 0
+    for body in self.bodies:
+      if body.joint_type == JOINT_FLOATING:
+        gc[offset + 3] = 1.0
+      elif body.joint_type == JOINT_SPHERICAL:
+        gc[offset] = 1.0
+      offset += JOINT_DIMS[body.joint_type][0]
+    return gc

@@ -117,3 +117,16 @@ def from_rpy(rpy):
   qy = from_axis_angle(ex.at[..., 1].set(1.0), pitch)
   qz = from_axis_angle(ex.at[..., 2].set(1.0), yaw)
   return multiply(qz, multiply(qy, qx))
+
+
+def log_map(q):
+  """Rotation vector (..., 3) (axis * angle, angle in [0, pi]) of unit quaternions (..., 4);
+  the inverse of `exp_map`. Smooth and gradient-safe at the identity."""
+  q = jnp.where(q[..., :1] < 0, -q, q)            # the shorter of the two rotations
+  w, v = q[..., 0], q[..., 1:]
+  s = safe.norm(v, axis=-1)
+  small = s < 1e-6
+  safe_s = jnp.where(small, 1.0, s)
+  safe_w = jnp.where(small, jnp.maximum(w, 1e-12), 1.0)
+  scale = jnp.where(small, 2.0 / safe_w, 2.0 * jnp.arctan2(s, w) / safe_s)
+  return scale[..., None] * v

@@ -1,0 +1,64 @@
+"""Collision bodies: the rigid bodies that carry collision shapes, in one index space.
+
+Index k < num_bodies is single-body object k (its pose is its COM and orientation); the
+bodies of articulated system s follow at `CollisionModel.articulated_body_offset[s] + b` (their
+pose is body b's frame: the parent joint frame after the joint motion). A shape's
+`position_body` is relative to its collision body's pose, so both kinds are placed alike.
+Contacts store collision-body indices in `body_a` / `body_b`.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+from raisim_jax.dynamics import kinematics as kin_lib
+from raisim_jax.math import quaternion as quat
+from raisim_jax.types import BodyType, Model, State
+
+
+def articulated_kinematics(model: Model, state: State, with_velocity: bool = False):
+  """Forward kinematics (tuple, one per articulated system) at the state's configuration."""
+  out = []
+  for system_model, system in zip(model.articulated, state.articulated):
+    gv = system.generalized_velocity if with_velocity else None
+    out.append(kin_lib.forward_kinematics(system_model, system.generalized_coordinate, gv))
+  return tuple(out)
+
+
+def collision_body_poses(model: Model, state: State, kinematics=None):
+  """World poses of every collision body: (positions (NB, 3), rotations (NB, 3, 3)).
+
+  kinematics: per-system Kinematics if already computed (else computed here)."""
+  if kinematics is None:
+    kinematics = articulated_kinematics(model, state)
+  positions = [state.bodies.position]
+  rotations = [quat.to_matrix(state.bodies.quaternion)]
+  for kin in kinematics:
+    positions.append(kin.body_pos)
+    rotations.append(kin.body_rot)
+  return jnp.concatenate(positions), jnp.concatenate(rotations)
+
+
+def collision_body_types(model: Model):
+  """(NB,) int32 BodyType of every collision body: single bodies from the model leaf; the
+  links of articulated systems are DYNAMIC except the root of a fixed-base system (STATIC)."""
+  link_types = []
+  for system_model in model.articulated:
+    types = np.full(system_model.num_bodies, int(BodyType.DYNAMIC), np.int32)
+    if system_model.fixed_base:
+      types[0] = int(BodyType.STATIC)
+    link_types.append(types)
+  if not link_types:
+    return model.bodies.body_type
+  return jnp.concatenate([model.bodies.body_type, jnp.asarray(np.concatenate(link_types))])
+
+
+def body_owner_tables(model: Model):
+  """Static numpy tables over collision bodies: (system (NB,) -1 for single bodies,
+  local body index (NB,): the single-body row or the body index inside its system)."""
+  n = model.num_bodies
+  system = [-1] * n
+  local = list(range(n))
+  for s, system_model in enumerate(model.articulated):
+    system += [s] * system_model.num_bodies
+    local += list(range(system_model.num_bodies))
+  return np.asarray(system, np.int32), np.asarray(local, np.int32)

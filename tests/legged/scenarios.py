@@ -1,0 +1,68 @@
+"""Legged-robot scenes shared by the legged tests: a quadruped under PD control on flat
+ground, simulated with the pure core (one jitted scan), with per-step measurements."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pybullet_data
+
+import raisim_jax as rj
+from raisim_jax.dynamics import kinematics
+
+RSC = os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf")
+
+# name: (URDF path, foot frames, nominal joint angles per leg, initial base height, kp, kd)
+ROBOTS = {
+    "a1": (os.path.join(pybullet_data.getDataPath(), "a1", "a1.urdf"),
+           ("FR_toe_fixed", "FL_toe_fixed", "RR_toe_fixed", "RL_toe_fixed"),
+           (0.0, 0.8, -1.6), 0.42, 100.0, 2.0),
+    "quadruped": (os.path.join(RSC, "quadruped.urdf"),
+                  ("LF_foot_fixed", "RF_foot_fixed", "LH_foot_fixed", "RH_foot_fixed"),
+                  (0.0, 0.7, -1.4), 0.45, 150.0, 3.0),
+}
+
+
+def standing_world(name, dtype, dt=1e-3):
+  """(world, robot, nominal gc, foot frame indices): the robot above the ground, PD on its
+  12 joints towards the nominal stance."""
+  path, feet, leg, height, kp, kd = ROBOTS[name]
+  world = rj.World(dtype)
+  world.setTimeStep(dt)
+  world.addGround()
+  robot = world.addArticulatedSystem(path)
+  nominal = np.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0] + list(leg) * 4)
+  robot.setGeneralizedCoordinate(nominal)
+  robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
+  robot.setPdGains(np.r_[np.zeros(6), np.full(12, kp)], np.r_[np.zeros(6), np.full(12, kd)])
+  robot.setPdTarget(nominal, np.zeros(18))
+  return world, robot, nominal, [robot.getFrameIdxByName(f) for f in feet]
+
+
+def simulate(world, feet, steps, targets=None):
+  """Runs `steps` steps in one jitted scan; targets (steps, nq) optional PD position targets.
+
+  Returns numpy arrays: base position (steps, 3), foot positions (steps, 4, 3), deepest
+  contact penetration (steps,), and the final state."""
+  model, state = world.compile()
+  system_model = model.articulated[0]
+  feet = np.asarray(feet)
+
+  def body(state, target):
+    if target is not None:
+      system = state.articulated[0]
+      control = rj.Control.from_state(model, state)
+      control = control.replace(articulated=(control.articulated[0].replace(p_target=target),))
+      state = rj.step(model, state, control)
+    else:
+      state = rj.step(model, state)
+    system = state.articulated[0]
+    kin = kinematics.forward_kinematics(system_model, system.generalized_coordinate)
+    foot_pos, _ = kinematics.frame_poses(system_model, kin)
+    depth = jnp.max(jnp.where(state.contacts.active, state.contacts.depth, 0.0))
+    return state, (system.generalized_coordinate[:3], foot_pos[feet], depth)
+
+  run = jax.jit(lambda s, t: jax.lax.scan(body, s, t, length=steps))
+  final, (base, foot, depth) = run(state, targets)
+  return np.asarray(base), np.asarray(foot), np.asarray(depth), final

@@ -1,0 +1,283 @@
+"""Articulated control, passive elements and limits against closed forms: the stable implicit
+PD (and the explicit PD it outlasts), actuation and velocity limits, joint-limit hard stops,
+joint springs (revolute and spherical), and the integration schemes."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+
+G = 9.81
+
+# A rod of mass m, length 2 l, hinged at its end about y, hanging along -z.
+PENDULUM = """<?xml version="1.0"?>
+<robot name="limited_pendulum">
+  <link name="world"/>
+  <joint name="mount" type="fixed"><parent link="world"/><child link="base"/>
+    <origin xyz="0 0 1"/></joint>
+  <link name="base"/>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="rod"/>
+    <axis xyz="0 1 0"/><limit lower="{lower}" upper="{upper}" effort="0" velocity="0"/>
+    <dynamics damping="0" {spring}/></joint>
+  <link name="rod">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="2.0"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.01"/></inertial>
+  </link>
+</robot>"""
+HINGE_INERTIA = 0.1 + 2.0 * 0.5 ** 2
+
+
+def pendulum_world(lower=-3.0, upper=3.0, spring="", dt=1e-3, gravity=True):
+  world = rj.World()
+  world.setTimeStep(dt)
+  if not gravity:
+    world.setGravity([0, 0, 0])
+  robot = world.addArticulatedSystem(PENDULUM.format(lower=lower, upper=upper, spring=spring))
+  return world, robot
+
+
+def test_stable_pd_tracks_a_step_with_gains_that_make_an_explicit_pd_diverge():
+  """A hinge of inertia I = 0.6 kg m^2 at dt = 1e-2. With a = kp dt^2 / I and b = kd dt / I, an
+  explicit PD (force from the start-of-step state, q moved with u+) is stable iff
+  a + 2 b < 4 and b < 2. kp = 2e4, kd = 100 gives a + 2 b = 6.7: it diverges; a tenth of the
+  gains (0.67) converges. The implicit PD settles on the target with the full gains."""
+  kp, kd, dt, target = 2e4, 1e2, 1e-2, 0.5
+  world, robot = pendulum_world(dt=dt, gravity=False)
+  robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
+  robot.setPdGains([kp], [kd])
+  robot.setPdTarget([target], [0.0])
+  for _ in range(200):
+    world.integrate()
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(target, abs=1e-6)
+  assert abs(robot.getGeneralizedVelocity()[0]) < 1e-6
+
+  # The same gains applied explicitly (generalized force from the start-of-step state).
+  world, robot = pendulum_world(lower=-1e9, upper=1e9, dt=dt, gravity=False)
+  peak = 0.0
+  for _ in range(60):
+    q, u = robot.getGeneralizedCoordinate()[0], robot.getGeneralizedVelocity()[0]
+    robot.setGeneralizedForce([kp * (target - q) - kd * u])
+    world.integrate()
+    peak = max(peak, abs(robot.getGeneralizedCoordinate()[0]))
+    if not np.isfinite(peak) or peak > 1e3:
+      break
+  assert peak > 1e3 or not np.isfinite(peak)
+
+  # A tenth of the gains is what the explicit PD tolerates here: it converges.
+  world, robot = pendulum_world(lower=-1e9, upper=1e9, dt=dt, gravity=False)
+  for _ in range(300):
+    q, u = robot.getGeneralizedCoordinate()[0], robot.getGeneralizedVelocity()[0]
+    robot.setGeneralizedForce([kp / 10 * (target - q) - kd / 10 * u])
+    world.integrate()
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(target, abs=1e-3)
+
+
+def test_implicit_pd_step_matches_the_closed_form_of_one_step():
+  """One step of the implicit PD on the hinge (no gravity): (I + dt kd + dt^2 kp) u+ =
+  I u + dt (kp (q* - q) + kd v*) and q+ = q + dt u+; getGeneralizedForce is the PD force at
+  the end-of-step state."""
+  kp, kd, dt = 300.0, 7.0, 1e-3
+  world, robot = pendulum_world(dt=dt, gravity=False)
+  robot.setState([0.2], [0.5])
+  robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
+  robot.setPdGains([kp], [kd])
+  robot.setPdTarget([0.9], [0.3])
+  robot.setGeneralizedForce([1.5])
+  world.integrate()
+  u_next = ((HINGE_INERTIA * 0.5 + dt * (kp * (0.9 - 0.2) + kd * 0.3 + 1.5))
+            / (HINGE_INERTIA + dt * kd + dt * dt * kp))
+  assert robot.getGeneralizedVelocity()[0] == pytest.approx(u_next, rel=1e-12)
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(0.2 + dt * u_next, rel=1e-12)
+  force = 1.5 + kp * (0.9 - 0.2 - dt * u_next) + kd * (0.3 - u_next)
+  assert robot.getGeneralizedForce()[0] == pytest.approx(force, rel=1e-12)
+  assert robot.getGeneralizedAcceleration()[0] == pytest.approx(force / HINGE_INERTIA,
+                                                                  rel=1e-9)
+
+
+def test_actuation_limits_bound_feedforward_plus_pd_force():
+  world, robot = pendulum_world(gravity=False)
+  robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
+  robot.setPdGains([1000.0], [10.0])
+  robot.setPdTarget([1.0], [0.0])
+  robot.setActuationLimits([2.0], [-0.5])
+  np.testing.assert_array_equal(robot.getActuationUpperLimits(), [2.0])
+  np.testing.assert_array_equal(robot.getActuationLowerLimits(), [-0.5])
+  world.integrate()
+  # The PD asks for ~1000 N m: the bound applies as a constant torque.
+  assert robot.getGeneralizedForce()[0] == pytest.approx(2.0)
+  assert robot.getGeneralizedAcceleration()[0] == pytest.approx(2.0 / HINGE_INERTIA, rel=1e-9)
+  # Force mode: the feed-forward force is bounded too (lower bound here).
+  robot.setControlMode(rj.ControlMode.FORCE_AND_TORQUE)
+  robot.setState([0.0], [0.0])
+  robot.setGeneralizedForce([-3.0])
+  assert robot.getGeneralizedForce()[0] == pytest.approx(-0.5)
+  world.integrate()
+  assert robot.getGeneralizedAcceleration()[0] == pytest.approx(-0.5 / HINGE_INERTIA, rel=1e-9)
+  with pytest.raises(ValueError, match="lower"):
+    robot.setActuationLimits([1.0], [2.0])
+  with pytest.raises(ValueError, match="mode"):
+    robot.setControlMode(7)
+
+
+def test_velocity_limit_clips_the_joint_speed():
+  world, robot = pendulum_world(gravity=False)
+  robot.setJointVelocityLimits([0.25])
+  robot.setGeneralizedForce([5.0])
+  for _ in range(100):
+    world.integrate()
+  assert robot.getGeneralizedVelocity()[0] == pytest.approx(0.25)
+  # Accelerates at 5 / I until t1 = 0.25 I / 5, then coasts at the limit.
+  t1 = 0.25 * HINGE_INERTIA / 5.0
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(
+      0.5 * 5.0 / HINGE_INERTIA * t1**2 + 0.25 * (0.1 - t1), rel=2e-2)
+
+
+@pytest.mark.parametrize("speed", [0.5, 3.0])
+def test_pendulum_hits_its_joint_limit_and_stops_without_bounce(speed):
+  world, robot = pendulum_world(lower=-0.4, upper=0.3, gravity=False)
+  robot.setState([0.0], [speed])
+  hit_step = None
+  for k in range(int(0.6 / speed / 1e-3)):
+    world.integrate()
+    if hit_step is None and robot.getJointLimitViolations():
+      hit_step = k
+  q, u = robot.getGeneralizedCoordinate()[0], robot.getGeneralizedVelocity()[0]
+  assert hit_step is not None and hit_step <= int(0.3 / speed / 1e-3) + 1
+  assert q == pytest.approx(0.3, abs=1e-9)           # resting on the stop: zero restitution
+  assert abs(u) < 1e-9
+  assert robot.getContacts() == []                    # not listed as contacts (spec)
+
+
+def test_joint_limit_impulses_remove_exactly_the_momentum_of_the_impact():
+  """A joint 1 mm before its stop at 2 rad/s (dt = 1 ms): the first step lets it close the
+  gap exactly (speculative row: u+ = gap / dt) and removes I (2 - 1); the next step removes
+  the rest. Together the stop took -I * speed: zero restitution."""
+  world, robot = pendulum_world(lower=-0.4, upper=0.3, gravity=False)
+  speed, gap, dt = 2.0, 1e-3, 1e-3
+  robot.setState([0.3 - gap], [speed])
+  world.integrate()
+  (first,) = robot.getJointLimitViolations()
+  assert first.jointId == 1 and first.isUpper and first.imp_i[0] == first.impulse
+  assert first.impulse == pytest.approx(-HINGE_INERTIA * (speed - gap / dt), rel=1e-9)
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(0.3, abs=1e-12)
+  world.integrate()
+  (second,) = robot.getJointLimitViolations()
+  assert first.impulse + second.impulse == pytest.approx(-HINGE_INERTIA * speed, rel=1e-9)
+  assert robot.getGeneralizedVelocity()[0] == pytest.approx(0.0, abs=1e-12)
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(0.3, abs=1e-12)
+
+
+def test_joint_limit_holds_against_gravity_and_changes_with_setJointLimits():
+  world, robot = pendulum_world(lower=-0.2, upper=0.2)
+  robot.setState([0.1], [0.0])
+  robot.setGeneralizedForce([50.0])                   # pushes into the upper stop
+  for _ in range(300):
+    world.integrate()
+  assert robot.getGeneralizedCoordinate()[0] == pytest.approx(0.2, abs=1e-6)
+  (violation,) = robot.getJointLimitViolations()
+  torque = 50.0 - 2.0 * G * 0.5 * np.sin(0.2)          # net generalized force into the stop
+  assert violation.impulse / world.getTimeStep() == pytest.approx(-torque, rel=1e-6)
+  robot.setJointLimits([[-0.2, 0.5]])
+  for _ in range(50):
+    world.integrate()
+  assert robot.getGeneralizedCoordinate()[0] > 0.21
+
+
+def test_revolute_spring_oscillates_about_its_mount_at_the_analytic_frequency():
+  k = 40.0
+  world, robot = pendulum_world(spring=f'stiffness="{k}" spring_mount="0.3"', dt=1e-4,
+                                gravity=False)
+  robot.setIntegrationScheme(rj.IntegrationScheme.TRAPEZOID)
+  robot.setState([0.5], [0.0])
+  period = 2 * np.pi * np.sqrt(HINGE_INERTIA / k)
+  qs = []
+  for _ in range(int(1.25 * period / 1e-4)):
+    world.integrate()
+    qs.append(robot.getGeneralizedCoordinate()[0])
+  qs = np.asarray(qs) - 0.3
+  down = np.nonzero((qs[:-1] > 0) & (qs[1:] <= 0))[0]
+  up = np.nonzero((qs[:-1] < 0) & (qs[1:] >= 0))[0]
+  assert 2 * (up[0] - down[0]) * 1e-4 == pytest.approx(period, rel=2e-3)
+  assert qs.min() == pytest.approx(-0.2, rel=2e-2)      # symmetric about the mount
+
+
+SPHERICAL = """<?xml version="1.0"?>
+<robot name="ball_joint">
+  <link name="world"/>
+  <joint name="mount" type="fixed"><parent link="world"/><child link="base"/></joint>
+  <link name="base"/>
+  <joint name="ball" type="spherical"><parent link="base"/><child link="body"/>
+    <dynamics stiffness="{k}" spring_mount="{mount}"/></joint>
+  <link name="body">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
+  </link>
+</robot>"""
+
+
+def test_spherical_spring_oscillates_about_its_mount_quaternion():
+  """A ball joint with a spring about its mount (a 0.4 rad turn about x); a body with
+  isotropic inertia 0.02 started 0.1 rad further oscillates about the mount with period
+  2 pi sqrt(I / k)."""
+  k, inertia, dt = 2.0, 0.02, 1e-4
+  mount = np.array([np.cos(0.2), np.sin(0.2), 0.0, 0.0])
+  world = rj.World()
+  world.setTimeStep(dt)
+  world.setGravity([0, 0, 0])
+  robot = world.addArticulatedSystem(SPHERICAL.format(k=k, mount=" ".join(map(str, mount))))
+  robot.setIntegrationScheme(rj.IntegrationScheme.TRAPEZOID)
+  robot.setGeneralizedCoordinate([np.cos(0.25), np.sin(0.25), 0.0, 0.0])
+  period = 2 * np.pi * np.sqrt(inertia / k)
+  angles = []
+  for _ in range(int(1.25 * period / dt)):
+    world.integrate()
+    w, x = robot.getGeneralizedCoordinate()[:2]
+    angles.append(2 * np.arctan2(x, w) - 0.4)
+  angles = np.asarray(angles)
+  down = np.nonzero((angles[:-1] > 0) & (angles[1:] <= 0))[0]
+  up = np.nonzero((angles[:-1] < 0) & (angles[1:] >= 0))[0]
+  assert 2 * (up[0] - down[0]) * dt == pytest.approx(period, rel=2e-3)
+  assert angles.min() == pytest.approx(-0.1, rel=2e-2)
+
+
+def test_integration_schemes_position_update():
+  """TRAPEZOID, SEMI_IMPLICIT and EULER differ only in the velocity that moves q."""
+  dt, torque = 1e-2, 0.7
+  results = {}
+  for scheme in (rj.IntegrationScheme.TRAPEZOID, rj.IntegrationScheme.SEMI_IMPLICIT,
+                 rj.IntegrationScheme.EULER):
+    world, robot = pendulum_world(dt=dt, gravity=False)
+    robot.setIntegrationScheme(scheme)
+    assert robot.getIntegrationScheme() == scheme
+    robot.setState([0.1], [0.2])
+    robot.setGeneralizedForce([torque])
+    world.integrate()
+    results[scheme] = robot.getGeneralizedCoordinate()[0]
+  u_next = 0.2 + dt * torque / HINGE_INERTIA
+  assert results[rj.IntegrationScheme.SEMI_IMPLICIT] == pytest.approx(0.1 + dt * u_next)
+  assert results[rj.IntegrationScheme.EULER] == pytest.approx(0.1 + dt * 0.2)
+  assert results[rj.IntegrationScheme.TRAPEZOID] == pytest.approx(0.1 + dt * (0.2 + u_next) / 2)
+  world, robot = pendulum_world()
+  with pytest.raises(ValueError, match="RUNGE_KUTTA_4"):
+    robot.setIntegrationScheme(rj.IntegrationScheme.RUNGE_KUTTA_4)
+  with pytest.raises(ValueError, match="scheme"):
+    robot.setIntegrationScheme(9)
+
+
+def test_pd_targets_and_gains_validate_their_dimensions():
+  world, robot = pendulum_world()
+  with pytest.raises(ValueError, match="pgain"):
+    robot.setPdGains([1.0, 2.0], [1.0])
+  with pytest.raises(ValueError, match="dgain"):
+    robot.setDGains([-1.0])
+  with pytest.raises(ValueError, match="posTarget"):
+    robot.setPTarget([0.1, 0.2])
+  with pytest.raises(ValueError, match="velTarget"):
+    robot.setDTarget([np.nan])
+  robot.setPdGains([3.0], [0.5])
+  robot.setPdTarget([0.2], [0.1])
+  p, d = robot.getPdGains()
+  assert p[0] == 3.0 and d[0] == 0.5
+  qt, vt = robot.getPdTarget()
+  assert qt[0] == pytest.approx(0.2) and vt[0] == pytest.approx(0.1)
