@@ -836,10 +836,11 @@ class ArticulatedSystem(Object):
     return JointType(self._entry.description.bodies[self._body(jointIndex, "jointIndex")]
                      .joint_type)
 
-  def _per_dof_write(self, values, name, leaf, attr, check=validation.non_negative):
+  def _per_dof_write(self, values, name, leaf, attr, check=validation.non_negative,
+                     allow_inf=False):
     """Writes a per-dof model leaf and the per-body description attribute. A body's dofs
     share one description value, so a multi-dof joint must get equal values."""
-    values = validation.vector(values, self.getDOF(), name)
+    values = validation.vector(values, self.getDOF(), name, allow_infinite=allow_inf)
     for v in values:
       check(v, name)
     model = self._model()
@@ -951,9 +952,13 @@ class ArticulatedSystem(Object):
     return _np(self._model().velocity_limit)
 
   def setJointVelocityLimits(self, velLimits):
-    """(nv,) velocity limit per dof: |u| is clipped to it after each step's contact solve."""
+    """(nv,) velocity limit per dof (inf: none): |u| is clipped to it after each step's
+    contact solve."""
+    def check(value, name):
+      if not value > 0:
+        raise ValueError(f"argument '{name}' must be positive (or inf), got {value!r}")
     self._per_dof_write(velLimits, "velLimits", "velocity_limit", "velocity_limit",
-                        check=validation.positive)
+                        check=check, allow_inf=True)
 
   def getActuationUpperLimits(self):
     return _np(self._model().actuation_upper)
@@ -964,10 +969,8 @@ class ArticulatedSystem(Object):
   def setActuationLimits(self, upper, lower):
     """Bounds (nv,) on feed-forward + PD generalized force, enforced every step (a dof on a
     bound gets the bound as a constant force that step; articulated_integrate.py)."""
-    upper = validation.vector(upper, self.getDOF(), "upper")
-    lower = validation.vector(lower, self.getDOF(), "lower")
-    if np.any(np.isnan(upper)) or np.any(np.isnan(lower)):
-      raise ValueError("arguments 'upper' and 'lower' must not contain NaN")
+    upper = validation.vector(upper, self.getDOF(), "upper", allow_infinite=True)
+    lower = validation.vector(lower, self.getDOF(), "lower", allow_infinite=True)
     if np.any(lower > upper):
       raise ValueError("argument 'lower' must not exceed 'upper'")
     self._entry.actuation_lower, self._entry.actuation_upper = lower.copy(), upper.copy()

@@ -10,7 +10,7 @@ class Contact:
   """One contact point (RaiSim's raisim::Contact API)."""
 
   def __init__(self, world, slot, is_object_a, index_in_object, pair_index_in_pair_object,
-               problem_index, data):
+               problem_index, data, skip=False):
     self._world = world
     self._slot = slot
     self._is_object_a = is_object_a
@@ -18,6 +18,7 @@ class Contact:
     self._pair_index = pair_index_in_pair_object
     self._problem_index = problem_index
     self._data = data  # dict of numpy arrays for this slot
+    self._skip = skip
 
   def getPosition(self):
     """Contact point, world frame."""
@@ -79,7 +80,7 @@ class Contact:
   def skip(self) -> bool:
     """True for the second view of a self-collision (the system lists the contact once per
     side; iterate over contacts whose skip() is False to see each contact once)."""
-    return self.isSelfCollision() and not self._is_object_a
+    return self._skip
 
   def getCollisionBodyA(self):
     """(world index, local body index, shape row) of object A's collision body."""

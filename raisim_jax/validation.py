@@ -8,15 +8,18 @@ import numpy as np
 UNIT_QUATERNION_TOLERANCE = 1e-6
 
 
-def vector(value, length: int, name: str) -> np.ndarray:
-  """`value` as a float64 array of shape (length,); ValueError naming `name` otherwise."""
+def vector(value, length: int, name: str, allow_infinite: bool = False) -> np.ndarray:
+  """`value` as a float64 array of shape (length,); ValueError naming `name` otherwise.
+  With allow_infinite, +-inf entries (a bound that is absent) pass; NaN never does."""
   try:
     array = np.asarray(value, dtype=np.float64)
   except (TypeError, ValueError) as error:
     raise ValueError(f"argument '{name}' must be {length} numbers, got {value!r}") from error
   if array.shape != (length,):
     raise ValueError(f"argument '{name}' must have {length} elements, got shape {array.shape}")
-  if not np.all(np.isfinite(array)):
+  if allow_infinite and np.any(np.isnan(array)):
+    raise ValueError(f"argument '{name}' must not contain NaN, got {array}")
+  if not allow_infinite and not np.all(np.isfinite(array)):
     raise ValueError(f"argument '{name}' must be finite, got {array}")
   return array
 

@@ -647,12 +647,15 @@ class World:
       views = {}
       for key, items in per_object.items():
         views[key] = []
+        listed = set()
         for k, (problem_index, slot, is_a, data) in enumerate(items):
           other = int(data["object_b"] if is_a else data["object_a"])
           pair_list = per_object.get(other, [])
           pair_index = next((j for j, it in enumerate(pair_list)
                              if it[1] == slot and it[2] != is_a), -1)
-          views[key].append(Contact(self, slot, is_a, k, pair_index, problem_index, data))
+          views[key].append(Contact(self, slot, is_a, k, pair_index, problem_index, data,
+                                    skip=slot in listed))
+          listed.add(slot)
       problem = [Contact(self, slot, True, -1, -1, problem_index, data)
                  for problem_index, slot, data in entries]
       self._contact_cache = (views, problem)
