@@ -286,18 +286,18 @@ class ArticulatedSystem(Object):
     self.setDGains(dgain)
 
   def setPGains(self, pgain):
-    pgain = validation.vector(pgain, self.getDOF(), "pgain")
-    for value in pgain:
-      validation.non_negative(value, "pgain")
-    self._entry.p_gain = pgain
-    self._write_model(p_gain=pgain)
+    self._write_gain(pgain, "pgain", "p_gain")
 
   def setDGains(self, dgain):
-    dgain = validation.vector(dgain, self.getDOF(), "dgain")
-    for value in dgain:
-      validation.non_negative(value, "dgain")
-    self._entry.d_gain = dgain
-    self._write_model(d_gain=dgain)
+    self._write_gain(dgain, "dgain", "d_gain")
+
+  def _write_gain(self, values, name, field):
+    """Validates a non-negative (nv,) gain and writes the entry and the model leaf `field`."""
+    values = validation.vector(values, self.getDOF(), name)
+    for value in values:
+      validation.non_negative(value, name)
+    setattr(self._entry, field, values)
+    self._write_model(**{field: values})
 
   def getPdGains(self):
     """(pgain (nv,), dgain (nv,))."""

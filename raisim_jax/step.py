@@ -70,19 +70,17 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
   zeros = jnp.zeros_like(bodies.external_force)
 
   systems = []
-  for system_model, system, term, gv_next, displacement in zip(
+  for system_model, system, term, gv_solved, displacement in zip(
       model.articulated, state.articulated, terms, solution.generalized_velocity,
       solution.generalized_displacement):
-    gv_next = articulated_integrate.clip_velocity(system_model, gv_next)
-    gc_next = articulated_integrate.update_configuration(
-        system_model, system.generalized_coordinate, system.generalized_velocity, gv_next, dt,
-        displacement)
+    gc_next, gv_next = articulated_integrate.end_of_step(
+        system_model, system.generalized_coordinate, system.generalized_velocity, gv_solved,
+        dt, displacement)
     systems.append(system.replace(
         generalized_coordinate=gc_next, generalized_velocity=gv_next,
         generalized_acceleration=(gv_next - system.generalized_velocity) / dt,
         generalized_force=articulated_integrate.generalized_force(
-            system_model, term, system.feedforward_force, system.d_target,
-            system.generalized_velocity, gv_next, dt),
+            term, system.feedforward_force, system.d_target, gv_next, dt),
         external_wrench=jnp.zeros_like(system.external_wrench)))
   return state.replace(
       bodies=state.bodies.replace(position=position, external_force=zeros,

@@ -15,26 +15,14 @@ from raisim_jax.math import quaternion as quat
 from raisim_jax.types import BodyType, Model, State
 
 
-def articulated_kinematics(model: Model, state: State, with_velocity: bool = False):
-  """Forward kinematics (tuple, one per articulated system) at the state's configuration."""
-  out = []
-  for system_model, system in zip(model.articulated, state.articulated):
-    gv = system.generalized_velocity if with_velocity else None
-    out.append(kin_lib.forward_kinematics(system_model, system.generalized_coordinate, gv))
-  return tuple(out)
-
-
-def collision_body_poses(model: Model, state: State, kinematics=None):
-  """World poses of every collision body: (positions (NB, 3), rotations (NB, 3, 3)).
-
-  kinematics: per-system Kinematics if already computed (else computed here)."""
-  if kinematics is None:
-    kinematics = articulated_kinematics(model, state)
+def collision_body_poses(model: Model, state: State):
+  """World poses of every collision body: (positions (NB, 3), rotations (NB, 3, 3))."""
   positions = [state.bodies.position]
   rotations = [quat.to_matrix(state.bodies.quaternion)]
-  for kin in kinematics:
-    positions.append(kin.body_pos)
-    rotations.append(kin.body_rot)
+  for system_model, system in zip(model.articulated, state.articulated):
+    pos, rot, _ = kin_lib.body_poses(system_model, system.generalized_coordinate)
+    positions.append(pos)
+    rotations.append(rot)
   return jnp.concatenate(positions), jnp.concatenate(rotations)
 
 

@@ -20,10 +20,8 @@ from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
 KEY_STRIDE = 8  # points per pair in a warm-start key (maxContactsPerPair <= 8)
 
 
-def shape_world_poses(model: Model, state: State, kinematics=None):
+def shape_world_poses(model: Model, state: State):
   """World poses of the collision shapes (single bodies and articulated links).
-
-  kinematics: per-system Kinematics at the state's configuration, if already computed.
 
   Returns:
     (positions (ns, 3), rotations (ns, 3, 3) shape -> world, sizes (ns, 4)); a half-space's
@@ -31,8 +29,7 @@ def shape_world_poses(model: Model, state: State, kinematics=None):
   """
   shape_model = model.collision.shapes
   body = np.asarray(shape_model.body, np.int32)
-  body_positions, body_rotations = collision_bodies.collision_body_poses(model, state,
-                                                                         kinematics)
+  body_positions, body_rotations = collision_bodies.collision_body_poses(model, state)
   body_rotation = body_rotations[body]
   positions = body_positions[body] + jnp.einsum(
       "nij,nj->ni", body_rotation, shape_model.position_body)
@@ -109,14 +106,14 @@ def contact_frame(normal):
   return jnp.stack([x_axis, y_axis, normal], axis=-2)
 
 
-def detect_contacts(model: Model, state: State, kinematics=None) -> Contacts:
+def detect_contacts(model: Model, state: State) -> Contacts:
   """All contacts of the current configuration, compacted into the contact buffer.
 
   `body_a` / `body_b` are collision-body indices (collision/collision_bodies.py)."""
   collision = model.collision
   shape_model = collision.shapes
   dtype = model.dtype
-  positions, rotations, sizes = shape_world_poses(model, state, kinematics)
+  positions, rotations, sizes = shape_world_poses(model, state)
   aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
   # Grown by the speculative margin, so pairs closer than the margin reach the narrowphase.
   aabb_lo, aabb_hi = aabb_lo - collision.margin, aabb_hi + collision.margin

@@ -144,8 +144,7 @@ def solve_mass(factor, rhs):
   return jax.scipy.linalg.cho_solve((factor, True), rhs)
 
 
-def generalized_force(model, terms: ArticulatedStepTerms, feedforward_force, d_target, gv,
-                      gv_next, dt):
+def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, gv_next, dt):
   """(nv,) feed-forward + PD force the implicit step applied (getGeneralizedForce): the PD at
   the end-of-step velocity and predicted position, the bound on clamped dofs."""
   pd = (terms.stiffness * (terms.position_error - dt * gv_next)
@@ -158,9 +157,16 @@ def clip_velocity(model, gv):
   return jnp.clip(gv, -model.velocity_limit, model.velocity_limit)
 
 
-def update_configuration(model, gc, gv, gv_next, dt, displacement=None):
-  """q at the end of the step by the system's IntegrationScheme; `displacement` (nv,) is a
+def end_of_step(model, gc, gv, gv_solved, dt, displacement=None):
+  """(q, u) at the end of the step from the solved velocity: u+ is clipped to the velocity
+  limits, then q moves by the system's IntegrationScheme; `displacement` (nv,) is a
   position-only correction (penetration removal) applied with it."""
+  gv_next = clip_velocity(model, gv_solved)
+  return update_configuration(model, gc, gv, gv_next, dt, displacement), gv_next
+
+
+def update_configuration(model, gc, gv, gv_next, dt, displacement=None):
+  """q at the end of the step by the system's IntegrationScheme (see `end_of_step`)."""
   scheme = model.integration_scheme
   if scheme == IntegrationScheme.TRAPEZOID:
     velocity = 0.5 * (gv + gv_next)
@@ -183,5 +189,4 @@ def integrate_articulated(model, gc, gv, generalized_force_ff, gravity, dt, exte
   d_target = jnp.zeros_like(gv) if d_target is None else jnp.asarray(d_target, dtype)
   terms = step_terms(model, gc, gv, jnp.asarray(generalized_force_ff, dtype), p_target,
                      d_target, jnp.asarray(gravity, dtype), dt, external_wrench)
-  gv_next = clip_velocity(model, terms.free_velocity)
-  return update_configuration(model, gc, gv, gv_next, dt), gv_next
+  return end_of_step(model, gc, gv, terms.free_velocity, dt)

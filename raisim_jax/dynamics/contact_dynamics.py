@@ -22,8 +22,9 @@ Where RaiSim's material system enters (docs/contact_solver.md):
 - target normal velocity: the bounce (from the approach speed at the start of the step) for a
   touching contact, and depth / dt (the approach that just closes the gap) for a gap within
   the speculative margin;
-- penetration is removed at the position level (`position_correction`), not by a velocity
-  bias, so it never adds kinetic energy;
+- penetration is removed at the position level (erp * depth per step: single bodies by
+  `_single_body_correction`, systems by a generalized displacement W_i e_z erp depth / G_zz),
+  not by a velocity bias, so it never adds kinetic energy;
 - friction coefficient interpolated from the static one by the start-of-step sliding speed.
 Warm start: integrate1 copies last step's normal impulses to contacts with the same
 (pair, point) key (`warm_start_impulse`); joint-limit rows keep theirs when the same limit
@@ -114,9 +115,8 @@ def _contact_jacobians(model: Model, contacts: Contacts, terms):
   return jnp.concatenate(blocks, axis=-1), jnp.stack(touches, axis=-1)
 
 
-def _limit_jacobians(model: Model, direction, total_dofs):
+def _limit_jacobians(model: Model, direction, offsets, total_dofs):
   """(L, 3, NV) joint-limit rows (z row = direction along the joint) and (L, S) touches."""
-  offsets, _ = _system_offsets(model)
   limits = model.joint_limits
   columns = np.asarray([offsets[s] + d for s, d in zip(limits.system, limits.dof)])
   one_hot = np.zeros((limits.count, total_dofs))
@@ -206,7 +206,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   if has_systems:
     jac_c, touches = _contact_jacobians(model, contacts, terms)
     if num_limits:
-      jac_l, touches_l = _limit_jacobians(model, limits["direction"], total_dofs)
+      jac_l, touches_l = _limit_jacobians(model, limits["direction"], offsets, total_dofs)
       jac = jnp.concatenate([jac_c, jac_l])
       touches = jnp.concatenate([touches, touches_l])
     else:

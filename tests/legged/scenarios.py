@@ -51,7 +51,6 @@ def simulate(world, feet, steps, targets=None):
 
   def body(state, target):
     if target is not None:
-      system = state.articulated[0]
       control = rj.Control.from_state(model, state)
       control = control.replace(articulated=(control.articulated[0].replace(p_target=target),))
       state = rj.step(model, state, control)
