@@ -68,6 +68,11 @@ class ContactSolution:
   generalized_displacement: tuple
 
 
+def _regularization(dtype):
+  """Relative compliance added to articulated Delassus blocks (see solve_contacts)."""
+  return 1e-10 if jnp.finfo(dtype).bits > 32 else 1e-6
+
+
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
   """(C, 3) last step's impulse of the contact with the same key, zero if none."""
   if previous.key.shape[0] == 0 or contacts.key.shape[0] == 0:
@@ -221,6 +226,13 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
       blocks.append(jnp.swapaxes(ws.T.reshape(rows, 3, nv), 1, 2))       # (R, nv, 3)
     inverse_jt = jnp.concatenate(blocks, axis=1)                          # (R, NV, 3)
     delassus = delassus + jnp.einsum("rin,rnj->rij", jac, inverse_jt)
+    # A link that can move only in a subspace (a 2-dof arm touching its own base cannot move
+    # along the contact's x axis) gives a singular block, which the exact local solve would
+    # answer with zero impulse. A relative compliance of DELASSUS_REGULARIZATION * trace makes
+    # it invertible; the impulse along a null direction is then ~0 and the rest is unchanged
+    # to that relative accuracy.
+    trace = jnp.trace(delassus, axis1=-2, axis2=-1)
+    delassus = delassus + (_regularization(dtype) * trace)[:, None, None] * jnp.eye(3, dtype=dtype)
     generalized_start = jnp.concatenate([s.generalized_velocity for s in state.articulated])
     generalized_free = jnp.concatenate([t.free_velocity for t in terms])
   eye = jnp.eye(3, dtype=dtype)

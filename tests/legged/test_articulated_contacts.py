@@ -60,8 +60,6 @@ def _fold(ignore):
   return np.asarray(angles), self_contacts, bodies, depth
 
 
-@pytest.mark.xfail(reason="open: the folding scene's angle/contact assertions fail (line 67); "
-                   "see the closing note of the articulated-contacts session", strict=False)
 def test_self_collision_stops_a_folding_link_and_ignore_lets_it_pass():
   # Link 2 folds back onto the base box (body 0, its grandparent): it stops there, and the
   # contact is a self-collision between bodies 0 and 2 that never penetrates 2 mm.
