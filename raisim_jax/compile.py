@@ -9,7 +9,7 @@ import numpy as np
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.description import CollisionShape, WorldDescription
-from raisim_jax.dynamics import joint_limits
+from raisim_jax.dynamics import joint_limits, pins
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
                               ObjectType, PairGroup, ShapeModel, SingleBodyModel,
@@ -244,6 +244,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       time_step=jnp.asarray(description.time_step, dtype),
       articulated=articulated,
       joint_limits=joint_limits.joint_limit_model(articulated),
+      pins=pins.pin_model([entry.description for entry in description.articulated],
+                          articulated, dtype),
       num_bodies=len(bodies),
   )
   body_state = SingleBodyState(
@@ -260,7 +262,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
                 solver_iterations=jnp.zeros((), jnp.int32),
                 articulated=tuple(_articulated_state(entry, dtype)
                                   for entry in description.articulated),
-                joint_limits=joint_limits.empty_joint_limit_state(model.joint_limits, dtype))
+                joint_limits=joint_limits.empty_joint_limit_state(model.joint_limits, dtype),
+                pins=pins.empty_pin_state(model.pins, dtype))
   return model, state
 
 

@@ -91,6 +91,7 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
       articulated=tuple(systems),
       joint_limits=(solution.joint_limits if solution.joint_limits is not None
                     else state.joint_limits),
+      pins=solution.pins if solution.pins is not None else state.pins,
   )
 
 

@@ -201,6 +201,7 @@ class Model:
     articulated: tuple of dynamics.tree.ArticulatedModel, one per articulated system, in
       world order.
     joint_limits: JointLimitModel (the limited joints of every system).
+    pins: PinModel (closed-loop pin constraints of every system).
     num_bodies: static count of single-body objects.
     gyroscopic_iterations: static fixed-point iterations of the implicit-midpoint rotation
       update (error shrinks like (dt |omega|)^k; 4 is round-off for dt |omega| < 1e-2).
@@ -212,6 +213,7 @@ class Model:
   time_step: jax.Array
   articulated: tuple = ()
   joint_limits: "JointLimitModel" = None
+  pins: "PinModel" = None
   num_bodies: int = static_field(default=0)
   gyroscopic_iterations: int = static_field(default=4)
 
@@ -309,6 +311,7 @@ class State:
     solver_iterations: () int32 sweeps used by the last contact solve.
     articulated: tuple of ArticulatedState, one per articulated system.
     joint_limits: JointLimitState of the last step (rows of Model.joint_limits).
+    pins: PinState of the last step (rows of Model.pins).
   """
   bodies: SingleBodyState
   contacts: Contacts
@@ -316,6 +319,7 @@ class State:
   solver_iterations: jax.Array
   articulated: tuple = ()
   joint_limits: "JointLimitState" = None
+  pins: "PinState" = None
 
 
 @dataclass
@@ -352,6 +356,40 @@ class JointLimitState:
   upper: jax.Array
   impulse: jax.Array
   violation: jax.Array
+
+
+@dataclass
+class PinModel:
+  """Closed-loop pin constraints (URDF `<constraints><pin/>`) of every system: point
+  `anchor1` of body `body1` and point `anchor2` of body `body2` (body frames) stay at the same
+  world position. Solved as bilateral 3-D rows of the contact problem.
+
+  Attributes:
+    system: static tuple, articulated system of each pin.
+    body1, body2: static tuples, body indices inside the system.
+    anchor1, anchor2: (P, 3) anchors in the body frames.
+  """
+  anchor1: jax.Array
+  anchor2: jax.Array
+  system: tuple = static_field(default=())
+  body1: tuple = static_field(default=())
+  body2: tuple = static_field(default=())
+
+  @property
+  def count(self) -> int:
+    return len(self.system)
+
+
+@dataclass
+class PinState:
+  """Pin rows of the last step.
+
+  Attributes:
+    impulse: (P, 3) world-frame impulse on body1 (the warm start of the next step).
+    error: (P, 3) anchor1 - anchor2, world frame, at the start of the last step (m).
+  """
+  impulse: jax.Array
+  error: jax.Array
 
 
 @dataclass

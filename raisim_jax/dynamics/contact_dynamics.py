@@ -37,6 +37,7 @@ import numpy as np
 
 from raisim_jax.collision import collision_bodies
 from raisim_jax.dynamics import articulated_integrate, contact_solver, jacobian, joint_limits
+from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import rotation
 from raisim_jax.struct import dataclass
@@ -44,6 +45,7 @@ from raisim_jax.types import Contacts, Model, State
 
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
+ROW_PIN = 2
 
 
 @dataclass
@@ -55,6 +57,7 @@ class ContactSolution:
     generalized_velocity: tuple of (nv_s,) end-of-step velocities, one per system.
     contacts: Contacts with `impulse` and `inverse_apparent_inertia` set.
     joint_limits: JointLimitState of this step (None without limited joints).
+    pins: PinState of this step (None without pins).
     iterations: () int32 sweeps used.
     body_displacement: (n, 3) single-body position corrections (erp * depth).
     generalized_displacement: tuple of (nv_s,) articulated position corrections.
@@ -63,6 +66,7 @@ class ContactSolution:
   generalized_velocity: tuple
   contacts: Contacts
   joint_limits: object
+  pins: object
   iterations: jax.Array
   body_displacement: jax.Array
   generalized_displacement: tuple
@@ -70,7 +74,18 @@ class ContactSolution:
 
 def _regularization(dtype):
   """Relative compliance added to articulated Delassus blocks (see solve_contacts)."""
-  return 1e-10 if jnp.finfo(dtype).bits > 32 else 1e-6
+  # Large enough that round-off along a null direction (~1e-16 of the block's scale) gives an
+  # impulse far below the convergence threshold, small enough to leave the physics unchanged.
+  return 1e-7 if jnp.finfo(dtype).bits > 32 else 1e-5
+
+
+def _pseudo_inverse(blocks):
+  """(R, 3, 3) Moore-Penrose inverses of symmetric PSD blocks: eigenvalues below 1e-9 of the
+  largest (1e-5 in float32) count as zero, so a direction no joint can move takes no impulse."""
+  values, vectors = jnp.linalg.eigh(blocks)
+  cutoff = (1e-9 if jnp.finfo(blocks.dtype).bits > 32 else 1e-5) * values[:, -1:]
+  inverse = jnp.where(values > cutoff, 1.0 / jnp.where(values > cutoff, values, 1.0), 0.0)
+  return jnp.einsum("rij,rj,rkj->rik", vectors, inverse, vectors)
 
 
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
@@ -170,22 +185,26 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   single_b = active_c & (contacts.body_b < n)
   limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
   num_limits = model.joint_limits.count
+  num_pins = model.pins.count if model.pins is not None else 0
+  num_extra = num_limits + num_pins
 
   frame = contacts.frame
   row_active = active_c
   kind = jnp.zeros((capacity,), jnp.int32)
-  if num_limits:
+  if num_extra:
     frame = jnp.concatenate([frame, jnp.broadcast_to(jnp.eye(3, dtype=dtype),
-                                                     (num_limits, 3, 3))])
-    row_active = jnp.concatenate([active_c, limits["active"]])
-    kind = jnp.concatenate([kind, jnp.full((num_limits,), ROW_JOINT_LIMIT, jnp.int32)])
+                                                     (num_extra, 3, 3))])
+    row_active = jnp.concatenate([active_c] + ([limits["active"]] if num_limits else [])
+                                 + [jnp.ones((num_pins,), bool)])
+    kind = jnp.concatenate([kind, jnp.full((num_limits,), ROW_JOINT_LIMIT, jnp.int32),
+                            jnp.full((num_pins,), ROW_PIN, jnp.int32)])
   rows = row_active.shape[0]
 
   def pad(x, value=0):
-    """Extends a per-contact array with joint-limit rows."""
-    if not num_limits:
+    """Extends a per-contact array with the joint-limit and pin rows."""
+    if not num_extra:
       return x
-    return jnp.concatenate([x, jnp.full((num_limits,) + x.shape[1:], value, x.dtype)])
+    return jnp.concatenate([x, jnp.full((num_extra,) + x.shape[1:], value, x.dtype)])
 
   weight_a = pad(single_a.astype(dtype))
   weight_b = pad(single_b.astype(dtype))
@@ -209,13 +228,16 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   # Articulated part.
   has_systems = total_dofs > 0
   if has_systems:
-    jac_c, touches = _contact_jacobians(model, contacts, terms)
+    jac, touches = _contact_jacobians(model, contacts, terms)
     if num_limits:
       jac_l, touches_l = _limit_jacobians(model, limits["direction"], offsets, total_dofs)
-      jac = jnp.concatenate([jac_c, jac_l])
+      jac = jnp.concatenate([jac, jac_l])
       touches = jnp.concatenate([touches, touches_l])
-    else:
-      jac = jac_c
+    if num_pins:
+      jac_p, pin_error, touches_p = pins_lib.pin_rows(
+          model, tuple(t.kinematics for t in terms), offsets, total_dofs)
+      jac = jnp.concatenate([jac, jac_p])
+      touches = jnp.concatenate([touches, touches_p])
     blocks = []
     for s, term in enumerate(terms):
       nv = model.articulated[s].num_gv
@@ -228,10 +250,14 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     delassus = delassus + jnp.einsum("rin,rnj->rij", jac, inverse_jt)
     # A link that can move only in a subspace (a 2-dof arm touching its own base cannot move
     # along the contact's x axis) gives a singular block, which the exact local solve would
-    # answer with zero impulse. A relative compliance of DELASSUS_REGULARIZATION * trace makes
+    # answer with zero impulse. A relative compliance (`_regularization`) of the trace makes
     # it invertible; the impulse along a null direction is then ~0 and the rest is unchanged
     # to that relative accuracy.
-    trace = jnp.trace(delassus, axis1=-2, axis2=-1)
+    if num_pins:
+      pin_inverse = _pseudo_inverse(delassus[rows - num_pins:])
+    # Contact rows only: pin rows use the pseudo-inverse of the unregularized block (their c'
+    # must be computed with the same block, or the difference is amplified each sweep).
+    trace = jnp.where(kind == ROW_CONTACT, jnp.trace(delassus, axis1=-2, axis2=-1), 0.0)
     delassus = delassus + (_regularization(dtype) * trace)[:, None, None] * jnp.eye(3, dtype=dtype)
     generalized_start = jnp.concatenate([s.generalized_velocity for s in state.articulated])
     generalized_free = jnp.concatenate([t.free_velocity for t in terms])
@@ -274,6 +300,9 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     target = jnp.concatenate([target, jnp.where(limits["active"], limits["target"], 0.0)])
     warm = jnp.where(limits["active"], limits["warm"], 0.0)
     impulse0 = jnp.concatenate([impulse0, jnp.zeros((num_limits, 3), dtype).at[:, 2].set(warm)])
+  if num_pins:
+    target = jnp.concatenate([target, jnp.zeros((num_pins,), dtype)])
+    impulse0 = jnp.concatenate([impulse0, state.pins.impulse])
 
   # ---- Gauss-Seidel sweeps -----------------------------------------------------------------
   def apply(carry_velocity, i, delta):
@@ -326,9 +355,13 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
       lam = jnp.maximum((target[i] - c_prime[2]) / delassus[i, 2, 2], 0.0)
       return jnp.zeros(3, dtype).at[2].set(lam)
 
-    if not num_limits:
+    def pin(_):
+      # Bilateral: v = G lambda + c' = 0 (least norm where G is singular).
+      return -pin_inverse[jnp.maximum(i - (rows - num_pins), 0)] @ c_prime
+
+    if not num_extra:
       return contact(None)
-    return jax.lax.cond(kind[i] == ROW_CONTACT, contact, limit, None)
+    return jax.lax.switch(kind[i], (contact, limit, pin), None)
 
   def visit_active(carry, i):
     carry_velocity, impulses, change = carry
@@ -411,15 +444,26 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   if has_singles:
     body_displacement = _single_body_correction(model, contacts, single_a, single_b, body_a,
                                                 body_b, inv_mass)
+  pin_state = None
+  if num_pins:
+    pin_state = state.pins.replace(impulse=impulses[capacity + num_limits:], error=pin_error)
+    penetration = jnp.concatenate([penetration, jnp.zeros((num_pins,), dtype)])
   generalized_displacement = ()
   if has_systems:
     push = model.solver.erp * penetration / delassus[:, 2, 2]
     counts = jnp.sum((touches & (penetration > 0)[:, None]).astype(dtype), axis=0)
     displacement = jnp.einsum("rn,r->n", inverse_jt[:, :, 2], push)
+    pin_displacement = 0.0
+    if num_pins:
+      request = -model.solver.erp * jnp.einsum("pij,pj->pi", pin_inverse, pin_error)
+      pin_displacement = jnp.einsum("pnj,pj->n", inverse_jt[rows - num_pins:], request)
     pieces = []
     for s in range(num_systems):
       nv = model.articulated[s].num_gv
       pieces.append(displacement[offsets[s]:offsets[s] + nv] / jnp.maximum(counts[s], 1.0))
+    if num_pins:
+      pieces = [piece + pin_displacement[offsets[s]:offsets[s] + piece.shape[0]]
+                for s, piece in enumerate(pieces)]
     generalized_displacement = tuple(pieces)
     split = tuple(generalized[offsets[s]:offsets[s] + model.articulated[s].num_gv]
                   for s in range(num_systems))
@@ -427,7 +471,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     split = tuple(jnp.zeros((0,), dtype) for _ in range(num_systems))
     generalized_displacement = split
   return ContactSolution(velocity=velocity, generalized_velocity=split, contacts=contacts,
-                         joint_limits=limit_state, iterations=iterations,
+                         joint_limits=limit_state, pins=pin_state, iterations=iterations,
                          body_displacement=body_displacement,
                          generalized_displacement=generalized_displacement)
 

@@ -169,6 +169,17 @@ class FrameDescription:
 
 
 @dataclasses.dataclass
+class PinSpec:
+  """One closed-loop pin (URDF `<constraints><pin body1 body2 anchor/>`): the point `anchor`
+  of link `body1` (in that link's frame) and the point of link `body2` that coincides with it
+  at the constraints block's `nominal_config` stay at the same world position."""
+  body1: str
+  body2: str
+  anchor: np.ndarray
+  sourceline: Optional[int] = None
+
+
+@dataclasses.dataclass
 class ArticulatedDescription:
   """A merged kinematic tree in RaiSim's joint order (see module docstring)."""
   name: str
@@ -178,6 +189,8 @@ class ArticulatedDescription:
   source: str = "<string>"
   links: list = dataclasses.field(default_factory=list)     # raw LinkSpec, file order
   joints: list = dataclasses.field(default_factory=list)    # raw JointSpec, file order
+  pins: list = dataclasses.field(default_factory=list)      # PinSpec, closed loops
+  nominal_config: Optional[np.ndarray] = None               # (nq,) of the constraints block
 
   @property
   def num_bodies(self) -> int:
@@ -202,6 +215,17 @@ class ArticulatedDescription:
   @property
   def frame_names(self):
     return [f.name for f in self.frames]
+
+  def link_placement(self, link: str):
+    """(body index, (3,) position, (3, 3) rotation) of link `link`'s frame in its body's
+    frame (fixed joints are merged, so a link may sit inside its parent's body)."""
+    for index, body in enumerate(self.bodies):
+      if body.name == link:
+        return index, np.zeros(3), np.eye(3)
+    for frame in self.frames:
+      if frame.child_link == link:
+        return frame.body, np.asarray(frame.pos, float), np.asarray(frame.rot, float)
+    raise KeyError(link)
 
   def zero_configuration(self) -> np.ndarray:
     """(nq,) joint angles zero, unit quaternions identity (floating base and spherical)."""

@@ -22,7 +22,7 @@ from lxml import etree
 from raisim_jax.io.articulated_description import (
     JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription, BodyDescription, FrameDescription, Geometry, Inertial, JointSpec,
-    LinkSpec, rpy_to_matrix)
+    LinkSpec, PinSpec, rpy_to_matrix)
 
 _JOINT_TYPES = {
     "fixed": JOINT_FIXED,
@@ -243,7 +243,8 @@ def _parse_joint(ctx, el) -> JointSpec:
 
 
 def parse_urdf(path_or_string: str, res_path: str = ""):
-  """Parse URDF text or file into (robot name, [LinkSpec], [JointSpec], source name)."""
+  """Parse URDF text or file into (robot name, [LinkSpec], [JointSpec], source name,
+  constraints), constraints = ([PinSpec], nominal_config or None, line of the block)."""
   if _is_xml_string(path_or_string):
     text, source, base_dir = path_or_string, "<string>", ""
   else:
@@ -264,13 +265,70 @@ def parse_urdf(path_or_string: str, res_path: str = ""):
     raise ValueError(f"{source}: malformed XML (line {e.lineno}): {e.msg}") from None
   if root.tag != "robot":
     raise ctx.error(f"<{root.tag}>", root.sourceline, "root element must be <robot>")
-  links, joints = [], []
+  links, joints, constraints = [], [], ([], None, None)
   for el in root:
     if el.tag == "link":
       links.append(_parse_link(ctx, el, base_dir, res_path))
     elif el.tag == "joint":
       joints.append(_parse_joint(ctx, el))
-  return root.get("name", ""), links, joints, source
+    elif el.tag == "constraints":
+      if constraints[2] is not None:
+        raise ctx.error("<constraints>", el.sourceline,
+                        f"second constraints block (the first is on line {constraints[2]})")
+      constraints = _parse_constraints(ctx, el)
+  return root.get("name", ""), links, joints, source, constraints
+
+
+def _parse_constraints(ctx, el):
+  """`<constraints nominal_config="..."><pin body1 body2 anchor/>...</constraints>`."""
+  what = "<constraints>"
+  nominal = _floats(ctx, el, what, "nominal_config", None) if el.get("nominal_config") else None
+  pins = []
+  for child in el:
+    if not isinstance(child.tag, str):
+      continue
+    if child.tag != "pin":
+      raise ctx.error(f"<constraints><{child.tag}>", child.sourceline,
+                      "unsupported constraint (supported: pin)")
+    pin_what = "<pin>"
+    names = []
+    for attr in ("body1", "body2"):
+      name = child.get(attr)
+      if not name:
+        raise ctx.error(pin_what, child.sourceline, f"missing attribute '{attr}'")
+      names.append(name)
+    anchor = _floats(ctx, child, pin_what, "anchor", 3, default=np.zeros(3))
+    pins.append(PinSpec(body1=names[0], body2=names[1], anchor=anchor,
+                        sourceline=child.sourceline))
+  if pins and nominal is None:
+    raise ctx.error(what, el.sourceline, "missing attribute 'nominal_config' (the generalized "
+                    "coordinate at which the pins' anchors coincide)")
+  return pins, nominal, el.sourceline
+
+
+def _attach_constraints(ctx, desc: ArticulatedDescription, constraints):
+  """Checks the pins against the merged tree and stores them in `desc`."""
+  pins, nominal, line = constraints
+  if not pins:
+    return desc
+  if nominal.shape[0] != desc.gc_dim:
+    raise ctx.error("<constraints>", line,
+                    f"nominal_config has {nominal.shape[0]} numbers; the system's generalized "
+                    f"coordinate has {desc.gc_dim}")
+  for pin in pins:
+    bodies = []
+    for name in (pin.body1, pin.body2):
+      try:
+        bodies.append(desc.link_placement(name)[0])
+      except KeyError:
+        raise ctx.error("<pin>", pin.sourceline, f"link '{name}' does not exist") from None
+    if bodies[0] == bodies[1]:
+      raise ctx.error("<pin>", pin.sourceline,
+                      f"links '{pin.body1}' and '{pin.body2}' are rigidly joined (same body): "
+                      "a pin between them constrains nothing")
+  desc.pins = list(pins)
+  desc.nominal_config = np.asarray(nominal, float)
+  return desc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,8 +522,9 @@ def load_urdf(path_or_string: str, res_path: str = "",
   Raises:
     ValueError naming the source, the element and its line.
   """
-  name, links, joints, source = parse_urdf(path_or_string, res_path)
-  return build_description(name, links, joints, source, joint_order)
+  name, links, joints, source, constraints = parse_urdf(path_or_string, res_path)
+  desc = build_description(name, links, joints, source, joint_order)
+  return _attach_constraints(_Ctx(source), desc, constraints)
 
 
 # ---------------------------------------------------------------------------------------------

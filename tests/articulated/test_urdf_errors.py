@@ -98,3 +98,32 @@ def test_child_builds_same_description():
     np.testing.assert_allclose(a.inertia, b.inertia)
     np.testing.assert_allclose(a.mass, b.mass)
   compile_articulated(d)
+
+
+_LOOP = """<robot name="loop">
+  <link name="a"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 1 0"/></joint>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <joint name="f" type="fixed"><parent link="b"/><child link="c"/></joint>
+  <link name="c"/>
+  CONSTRAINTS
+</robot>"""
+
+
+@pytest.mark.parametrize("block,message", [
+    ('<constraints nominal_config="0 0 0 1 0 0 0 0"><pin body1="a" body2="x" anchor="0 0 0"/>'
+     '</constraints>', r"line 7\).*link 'x' does not exist"),
+    ('<constraints nominal_config="0 0 0 1 0 0 0"><pin body1="a" body2="b" anchor="0 0 0"/>'
+     '</constraints>', r"line 7\).*nominal_config has 7 numbers.* has 8"),
+    ('<constraints><pin body1="a" body2="b" anchor="0 0 0"/></constraints>',
+     "missing attribute 'nominal_config'"),
+    ('<constraints nominal_config="0 0 0 1 0 0 0 0"><pin body1="b" body2="c" anchor="0 0 0"/>'
+     '</constraints>', "rigidly joined"),
+    ('<constraints nominal_config="0 0 0 1 0 0 0 0"><pin body1="a" body2="b" anchor="0 nan 0"/>'
+     '</constraints>', "non-finite"),
+    ('<constraints nominal_config="0 0 0 1 0 0 0 0"><weld body1="a" body2="b"/></constraints>',
+     "unsupported constraint"),
+])
+def test_constraints_block_errors_name_the_element_and_line(block, message):
+  with pytest.raises(ValueError, match=message):
+    load_urdf(_LOOP.replace("CONSTRAINTS", block))
