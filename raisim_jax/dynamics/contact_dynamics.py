@@ -361,7 +361,8 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
 
     if not num_extra:
       return contact(None)
-    return jax.lax.switch(kind[i], (contact, limit, pin), None)
+    branches = (contact, limit if num_limits else contact, pin if num_pins else contact)
+    return jax.lax.switch(kind[i], branches, None)
 
   def visit_active(carry, i):
     carry_velocity, impulses, change = carry
