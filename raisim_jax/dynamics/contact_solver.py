@@ -1,40 +1,36 @@
-"""RaiSim's per-contact iteration contact solver (Hwangbo, Lee, Hutter, RA-L 2018) in JAX.
+"""The local pieces of RaiSim's per-contact iteration solver (Hwangbo, Lee, Hutter, RA-L 2018).
 
-Problem (one world, N contact slots): v = G lambda + c, with
-  * `G` the Delassus matrix J M^-1 J^T as dense 3x3 blocks `delassus[i, j]` (maps lambda_j to v_i),
-  * `c` the contact-space free velocity,
-  * per contact i, in its contact frame (z = normal, pointing towards object A): lambda_i is the
-    impulse on A (-lambda_i on B), v_i the velocity of A's contact point relative to B's at the
-    end of the step.
-Per contact the solver enforces the hard-contact NCP
-  * Signorini:  lambda_z >= 0, v_z >= target, lambda_z (v_z - target) = 0,
-  * Coulomb:    |lambda_t| <= mu lambda_z (true circular cone),
-  * maximum dissipation: sticking => v_t = 0; sliding => lambda on the cone boundary, v_z = target,
-    and v_t anti-parallel to lambda_t.
+The world's contact problem and its Gauss-Seidel sweeps live in `dynamics/contact_dynamics.py`
+(`solve_contacts`, what the step calls). This module holds what one visit of a contact row
+needs:
 
-Algorithm: block Gauss-Seidel sweeps; each contact's 3-D problem is solved exactly with the
-others fixed (`solve_single_contact`: open / stick / slide by cases, the slide case by a fixed
-grid bracket + bisection on the tangential angle of the cone-boundary point). The outer loop is
-a `lax.scan` of `max_iterations` sweeps; once the sweep's impulse change drops below
-`threshold` the iterate is frozen (`lax.cond`, a select under vmap), so the function stays
-jit/vmap/grad compatible with a fixed trip count.
+* `solve_single_contact(G_ii, c_prime, mu, target)`: the exact solution of one contact's 3-D
+  problem v = G_ii lambda + c' with the other impulses fixed. In the contact frame (z = normal,
+  pointing towards object A; lambda the impulse on A, v the velocity of A's contact point
+  relative to B's at the end of the step) it enforces the hard-contact NCP
+    - Signorini:  lambda_z >= 0, v_z >= target, lambda_z (v_z - target) = 0,
+    - Coulomb:    |lambda_t| <= mu lambda_z (true circular cone),
+    - maximum dissipation: sticking => v_t = 0; sliding => lambda on the cone boundary,
+      v_z = target, and v_t anti-parallel to lambda_t,
+  by cases: open / stick in closed form, slide by a fixed grid bracket + bisection on the
+  tangential direction of the cone-boundary point (fixed cost, no trigonometric calls).
+* Its `jax.custom_jvp`, which differentiates the active mode's equations (open: 0; stick:
+  -G^-1 b; slide: implicit function theorem on the two equations in (rho, theta)): correct
+  inside each mode (not across mode switches) and finite everywhere.
+* `single_contact_mode`: which case applies (tests and debugging).
+* The material helpers `static_friction_coefficient` and `bounce_velocity`.
 
-Differentiation: `solve_single_contact` carries a `jax.custom_jvp` that differentiates the active
-mode's equations (open: 0; stick: -G^-1 b; slide: implicit function theorem on the two equations
-in (rho, theta)), so gradients are correct inside each mode (not across mode switches) and
-finite everywhere, padded slots included. See docs/contact_solver.md.
+See docs/contact_solver.md.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from raisim_jax import struct
 from raisim_jax.math import rotation
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
@@ -48,13 +44,6 @@ NUM_BISECTIONS_FLOAT32 = 20
 MODE_OPEN = 0
 MODE_STICK = 1
 MODE_SLIDE = 2
-
-
-@struct.dataclass
-class SolverResult:
-  impulse: jax.Array     # (N, 3) contact-frame impulses on object A; exactly 0 on inactive slots
-  iterations: jax.Array  # () int32, sweeps executed before the threshold froze the iterate
-  error: jax.Array       # () max |delta lambda| of the last executed sweep (RaiSim-style error)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -255,92 +244,3 @@ def _solve_single_contact_jvp(primals, tangents):
 def single_contact_mode(G_ii, c_prime, mu, target):
   """Which case the local solver takes: MODE_OPEN, MODE_STICK or MODE_SLIDE (for tests/debug)."""
   return _solve_single_primal(G_ii, c_prime, mu, target)[1]
-
-
-# ----------------------------------------------------------------------------------------------
-# Gauss-Seidel over contacts
-
-
-def _mask_problem(delassus, free_velocity, friction, target, active):
-  """Zero the couplings of inactive slots and give them G_ii = I, c = 0, mu = 0."""
-  n = free_velocity.shape[0]
-  dtype = free_velocity.dtype
-  active = active.astype(bool)
-  pair = active[:, None] & active[None, :]
-  G = jnp.where(pair[:, :, None, None], delassus, 0.0)
-  idx = jnp.arange(n)
-  diag = jnp.where(active[:, None, None], delassus[idx, idx], jnp.eye(3, dtype=dtype))
-  G = G.at[idx, idx].set(diag)
-  c = jnp.where(active[:, None], free_velocity, 0.0)
-  mu = jnp.where(active, friction, 0.0)
-  target = jnp.where(active, target, 0.0)
-  return G, c, mu, target, active
-
-
-def solve_contacts(delassus, free_velocity, friction, target_normal_velocity, active, *,
-                   max_iterations: int = 150, threshold: float = 1e-8,
-                   reverse_order: bool = False,
-                   initial_impulse: Optional[jax.Array] = None) -> SolverResult:
-  """RaiSim per-contact iteration: Gauss-Seidel sweeps of exact local 3-D solves.
-
-  Args:
-    delassus: (N, N, 3, 3) blocks of G = J M^-1 J^T (block (i, j) maps lambda_j to v_i).
-    free_velocity: (N, 3) contact-frame velocities c without contact impulses.
-    friction: (N,) Coulomb coefficients (already static-friction interpolated if wanted).
-    target_normal_velocity: (N,) bounce + ERP target; Signorini reads v_z >= target.
-    active: (N,) bool; inactive (padded) slots get exactly zero impulse and no influence.
-    max_iterations: static number of sweeps (RaiSim default 150).
-    threshold: stop (freeze) once max |delta lambda| of a sweep is below it (RaiSim 1e-8).
-    reverse_order: static; sweep N-1..0 instead of 0..N-1.
-    initial_impulse: (N, 3) warm start (masked by `active`), default zeros.
-  """
-  G, c, mu, target, active = _mask_problem(delassus, free_velocity, friction,
-                                           target_normal_velocity, active)
-  n = c.shape[0]
-  dtype = c.dtype
-  if initial_impulse is None:
-    lam0 = jnp.zeros((n, 3), dtype)
-  else:
-    lam0 = jnp.where(active[:, None], jnp.asarray(initial_impulse, dtype), 0.0)
-  order = jnp.arange(n - 1, -1, -1) if reverse_order else jnp.arange(n)
-  G_cols = jnp.swapaxes(G, 0, 1)[order]          # G_cols[k][j] = G[j, order[k]]
-  G_diag = G[order, order]
-  xs = (order, G_cols, G_diag, mu[order], target[order], active[order])
-
-  def sweep(lam):
-    v = jnp.einsum('ijab,jb->ia', G, lam) + c    # recomputed each sweep: no drift
-
-    def local(carry, x):
-      lam, v = carry
-      i, G_col, G_ii, mu_i, target_i, active_i = x
-      lam_i = lam[i]
-      c_prime = v[i] - G_ii @ lam_i
-      new = solve_single_contact(G_ii, c_prime, mu_i, target_i)
-      new = jnp.where(active_i, new, 0.0)
-      v = v + jnp.einsum('jab,b->ja', G_col, new - lam_i)
-      lam = lam.at[i].set(new)
-      return (lam, v), None
-
-    (lam_new, _), _ = lax.scan(local, (lam, v), xs)
-    return lam_new
-
-  def outer(carry, _):
-    lam, iterations, error, done = carry
-
-    def run(lam):
-      lam_new = sweep(lam)
-      return lam_new, jnp.max(jnp.abs(lam_new - lam), initial=0.0)
-
-    lam_next, err_next = lax.cond(done, lambda l: (l, error), run, lam)
-    iterations = iterations + jnp.where(done, 0, 1).astype(jnp.int32)
-    done = done | (err_next < threshold)
-    return (lam_next, iterations, err_next, done), None
-
-  init = (lam0, jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dtype), jnp.zeros((), bool))
-  (lam, iterations, error, _), _ = lax.scan(outer, init, None, length=max_iterations)
-  return SolverResult(impulse=lam, iterations=iterations, error=error)
-
-
-def contact_velocity(delassus, free_velocity, impulse):
-  """v = G lambda + c for dense blocks (helper for callers and tests)."""
-  return jnp.einsum('ijab,jb->ia', delassus, impulse) + free_velocity
