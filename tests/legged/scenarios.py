@@ -65,3 +65,25 @@ def simulate(world, feet, steps, targets=None):
   run = jax.jit(lambda s, t: jax.lax.scan(body, s, t, length=steps))
   final, (base, foot, depth) = run(state, targets)
   return np.asarray(base), np.asarray(foot), np.asarray(depth), final
+
+
+# Trot phases per leg (LF, RF, LH, RH): diagonal pairs LF+RH and RF+LH swing together.
+TROT_PHASES = (0.0, np.pi, np.pi, 0.0)
+
+
+def trot_targets(nominal, steps, dt=1e-3, frequency=2.0, hip_swing=0.15, knee_lift=0.3,
+                 ramp=(0.5, 1.0)):
+  """PD position targets (steps, nq) of a scripted trot about the `nominal` stance.
+
+  Per leg (joints HAA, HFE, KFE from gc index 7): HFE = nominal - hip_swing sin(s) and
+  KFE = nominal - knee_lift max(0, cos s), s = 2 pi f t + phase; the knee lifts the foot while
+  the hip swings it forward, the diagonal pair in stance pushes the base forward. The amplitude
+  ramps linearly from 0 at ramp[0] s to full at ramp[1] s so the robot first settles."""
+  t = np.arange(steps) * dt
+  scale = np.clip((t - ramp[0]) / (ramp[1] - ramp[0]), 0.0, 1.0)
+  targets = np.tile(np.asarray(nominal, dtype=np.float64), (steps, 1))
+  for leg, phase in enumerate(TROT_PHASES):
+    s = 2.0 * np.pi * frequency * t + phase
+    targets[:, 7 + 3 * leg + 1] -= scale * hip_swing * np.sin(s)
+    targets[:, 7 + 3 * leg + 2] -= scale * knee_lift * np.maximum(0.0, np.cos(s))
+  return targets
