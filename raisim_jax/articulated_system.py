@@ -117,10 +117,13 @@ class ArticulatedSystemOption:
 class JointLimitViolation:
   """One joint-limit row of the last step (RaiSim's Single3DContactProblem of a joint limit).
 
-  jointId: joint / body index; dof: generalized-velocity index; impulse: generalized impulse
-  along the joint (N s or N m s; positive pushes the coordinate up, so an upper stop gives a
-  negative one); imp_i: (3,) [impulse, 0, 0] as RaiSim's imp_i; isUpper: the upper limit;
-  violation: how far past the limit the joint was at the start of the step (>= 0)."""
+  jointId: joint / body index; dof: generalized-velocity index (a spherical joint's first);
+  impulse: generalized impulse along the joint (N s or N m s; positive pushes the coordinate
+  up, so an upper stop gives a negative one; for a spherical joint's cone limit the angular
+  impulse (>= 0) that turns the joint back towards the cone's axis); imp_i: (3,)
+  [impulse, 0, 0] as RaiSim's imp_i; isUpper: the upper limit (always for a cone);
+  violation: how far past the limit the joint was at the start of the step (>= 0; radians of
+  rotation angle for a cone)."""
   jointId: int
   dof: int
   impulse: float
@@ -875,37 +878,53 @@ class ArticulatedSystem(Object):
 
   def getJointLimits(self):
     """(nv, 2) [lower, upper] per dof: the position limits of revolute / prismatic joints;
-    (-inf, inf) for the dofs of floating and spherical joints (not modelled by the core)."""
+    for a spherical joint its first dof's row is RaiSim's {angle, NOT_USED} (the cone angle,
+    inf when unlimited; NOT_USED reads inf), its other rows and a floating base's read
+    (-inf, inf)."""
     model = self._model()
     lower, upper = _np(model.joint_lower), _np(model.joint_upper)
     out = np.tile([-np.inf, np.inf], (self.getDOF(), 1))
     for body, jt in enumerate(model.joint_type):
       if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
         out[model.gv_offset[body]] = lower[model.gc_offset[body]], upper[model.gc_offset[body]]
+      elif jt == JOINT_SPHERICAL:
+        out[model.gv_offset[body]] = upper[model.gc_offset[body]], np.inf
     return out
 
   def setJointLimits(self, jointLimits):
-    """(nv, 2) [lower, upper] per dof. Only revolute / prismatic dofs take finite limits
-    (spherical cone limits are not modelled by the core: a finite one raises). The limits are
-    hard stops solved with the contacts (dynamics/joint_limits.py); making a limit finite or
-    infinite changes the problem's rows and recompiles the step."""
+    """(nv, 2) per dof, as getJointLimits returns: [lower, upper] for revolute / prismatic
+    dofs; {angle, NOT_USED} in a spherical joint's first dof row (angle > 0 caps the joint's
+    rotation angle: a cone limit; inf removes it; NOT_USED and the joint's other rows are not
+    read). A floating base takes no finite limits. The limits are hard stops solved with the
+    contacts (dynamics/joint_limits.py); making a limit finite or infinite changes the
+    problem's rows and recompiles the step."""
     limits = np.asarray(jointLimits, dtype=np.float64)
     nv = self.getDOF()
     if limits.shape != (nv, 2):
       raise ValueError(f"argument 'jointLimits' must be ({nv}, 2), got shape {limits.shape}")
-    if np.any(np.isnan(limits)) or np.any(limits[:, 0] > limits[:, 1]):
-      raise ValueError("argument 'jointLimits': each row must be [lower, upper], lower <= upper")
     model = self._model()
     lower, upper = _np(model.joint_lower), _np(model.joint_upper)
     description = self._entry.description
     for body, jt in enumerate(model.joint_type):
       rows = limits[model.gv_offset[body]:model.gv_offset[body] + model.gv_dim[body]]
+      name = description.bodies[body].joint_name
+      c = model.gc_offset[body]
       if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
-        lower[model.gc_offset[body]], upper[model.gc_offset[body]] = rows[0]
+        if np.any(np.isnan(rows[0])) or rows[0, 0] > rows[0, 1]:
+          raise ValueError(f"argument 'jointLimits': joint '{name}' needs [lower, upper] with "
+                           f"lower <= upper, got {rows[0].tolist()}")
+        lower[c], upper[c] = rows[0]
         description.bodies[body].lower, description.bodies[body].upper = map(float, rows[0])
+      elif jt == JOINT_SPHERICAL:
+        angle = rows[0, 0]
+        if np.isnan(angle) or not angle > 0:
+          raise ValueError(f"argument 'jointLimits': the cone angle of spherical joint '{name}'"
+                           f" must be > 0 (inf: no limit), got {angle}")
+        upper[c] = angle
+        description.bodies[body].upper = float(angle)
       elif np.any(np.isfinite(rows)):
-        raise ValueError(f"argument 'jointLimits': joint '{description.bodies[body].joint_name}'"
-                         f" ({JointType(jt).name}) takes no finite limits")
+        raise ValueError(f"argument 'jointLimits': joint '{name}' ({JointType(jt).name}) "
+                         "takes no finite limits")
     rows_before = np.isfinite(_np(model.joint_lower)) | np.isfinite(_np(model.joint_upper))
     self._write_model(joint_lower=lower, joint_upper=upper)
     if np.any(rows_before != (np.isfinite(lower) | np.isfinite(upper))):

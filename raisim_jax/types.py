@@ -324,17 +324,21 @@ class State:
 
 @dataclass
 class JointLimitModel:
-  """Joint position limits of revolute and prismatic joints, one row per limited joint (all
-  articulated systems of the world). Solved as unilateral rows of the contact problem.
+  """Joint position limits, one row per limited joint (all articulated systems of the world):
+  revolute and prismatic joints, and spherical joints' cone limits. Solved as unilateral rows
+  of the contact problem.
 
   Attributes:
     system: static tuple, articulated system of each row.
     dof: static tuple, generalized-velocity index of the joint inside its system.
     coordinate: static tuple, generalized-coordinate index of the joint inside its system.
+    cone: static tuple of bool, the row is a spherical joint's cone limit (three dofs from
+      `dof`, angle in joint_upper[coordinate]) rather than a revolute / prismatic limit.
   """
   system: tuple = static_field(default=())
   dof: tuple = static_field(default=())
   coordinate: tuple = static_field(default=())
+  cone: tuple = static_field(default=())
 
   @property
   def count(self) -> int:

@@ -281,3 +281,74 @@ def test_pd_targets_and_gains_validate_their_dimensions():
   assert p[0] == 3.0 and d[0] == 0.5
   qt, vt = robot.getPdTarget()
   assert qt[0] == pytest.approx(0.2) and vt[0] == pytest.approx(0.1)
+
+
+# The same rod on a spherical joint whose <limit upper> is a cone angle (rotation angle cap).
+SPHERICAL_PENDULUM = """<?xml version="1.0"?>
+<robot name="cone_pendulum">
+  <link name="world"/>
+  <joint name="mount" type="fixed"><parent link="world"/><child link="base"/>
+    <origin xyz="0 0 1"/></joint>
+  <link name="base"/>
+  <joint name="ball" type="spherical"><parent link="base"/><child link="rod"/>
+    <limit upper="{angle}"/></joint>
+  <link name="rod">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="2.0"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.01"/></inertial>
+  </link>
+</robot>"""
+
+
+def _rotation_angle(quaternion):
+  w, v = abs(quaternion[0]), np.linalg.norm(quaternion[1:])
+  return 2.0 * np.arctan2(v, w)
+
+
+def test_spherical_cone_limit_stops_the_joint_at_its_angle_with_zero_bounce():
+  """Zero gravity, spinning about x at 2 rad/s from the identity: the rotation angle reaches
+  the 0.5 rad cone at t = 0.25 s and stays there; the cone's impulses add up to the angular
+  momentum about the pivot, I_x * 2 with I_x = 0.1 + 2 * 0.5^2 (zero restitution)."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.setGravity([0, 0, 0])
+  robot = world.addArticulatedSystem(SPHERICAL_PENDULUM.format(angle=0.5))
+  assert robot.getJointLimits()[0].tolist() == [0.5, np.inf]
+  robot.setState([1.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0])
+  total, angles, first_hit = 0.0, [], None
+  for k in range(400):
+    world.integrate()
+    angles.append(_rotation_angle(robot.getGeneralizedCoordinate()))
+    for violation in robot.getJointLimitViolations():
+      assert violation.jointId == 1 and violation.isUpper and violation.impulse >= 0.0
+      total += violation.impulse
+      first_hit = k if first_hit is None else first_hit
+  assert first_hit is not None and abs(first_hit - 249) <= 1
+  assert max(angles) == pytest.approx(0.5, abs=1e-9)
+  assert np.linalg.norm(robot.getGeneralizedVelocity()) < 1e-9
+  assert total == pytest.approx((0.1 + 2.0 * 0.25) * 2.0, rel=1e-9)
+  assert robot.getContacts() == []
+
+
+def test_spherical_cone_limit_holds_against_a_torque_and_setJointLimits_moves_it():
+  """Gravity on, a constant 5 N m about x pushes the rod into a 0.3 rad cone: it rests on the
+  cone, where the cone's impulse per step balances 5 - m g l sin(0.3). Widening the cone with
+  setJointLimits lets it swing further."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  robot = world.addArticulatedSystem(SPHERICAL_PENDULUM.format(angle=0.3))
+  robot.setGeneralizedForce([5.0, 0.0, 0.0])
+  for _ in range(1500):
+    world.integrate()
+  gc = robot.getGeneralizedCoordinate()
+  assert _rotation_angle(gc) == pytest.approx(0.3, abs=1e-6)
+  (violation,) = robot.getJointLimitViolations()
+  assert violation.impulse / world.getTimeStep() == pytest.approx(
+      5.0 - 2.0 * G * 0.5 * np.sin(0.3), rel=1e-5)
+  limits = robot.getJointLimits()
+  limits[0, 0] = 0.6
+  robot.setJointLimits(limits)
+  for _ in range(300):
+    world.integrate()
+  assert _rotation_angle(robot.getGeneralizedCoordinate()) > 0.35
+  with pytest.raises(ValueError, match="cone angle of spherical joint 'ball'"):
+    robot.setJointLimits([[-0.1, np.inf], [-np.inf, np.inf], [-np.inf, np.inf]])

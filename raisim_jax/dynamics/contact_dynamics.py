@@ -135,14 +135,15 @@ def _contact_jacobians(model: Model, contacts: Contacts, terms):
   return jnp.concatenate(blocks, axis=-1), jnp.stack(touches, axis=-1)
 
 
-def _limit_jacobians(model: Model, direction, offsets, total_dofs):
-  """(L, 3, NV) joint-limit rows (z row = direction along the joint) and (L, S) touches."""
+def _limit_jacobians(model: Model, vector, offsets, total_dofs):
+  """(L, 3, NV) joint-limit rows (z row = `vector` (L, 3) on the row's columns, see
+  joint_limits.limit_columns) and (L, S) touches."""
   limits = model.joint_limits
-  columns = np.asarray([offsets[s] + d for s, d in zip(limits.system, limits.dof)])
-  one_hot = np.zeros((limits.count, total_dofs))
-  one_hot[np.arange(limits.count), columns] = 1.0
-  jac = jnp.zeros((limits.count, 3, total_dofs), direction.dtype)
-  jac = jac.at[:, 2, :].set(direction[:, None] * jnp.asarray(one_hot, direction.dtype))
+  columns = joint_limits.limit_columns(limits) + np.asarray(
+      [offsets[s] for s in limits.system])[:, None]
+  rows = np.repeat(np.arange(limits.count), 3)
+  jac = jnp.zeros((limits.count, 3, total_dofs), vector.dtype)
+  jac = jac.at[rows, 2, columns.reshape(-1)].add(vector.reshape(-1))
   touches = np.zeros((limits.count, len(model.articulated)), bool)
   touches[np.arange(limits.count), np.asarray(limits.system)] = True
   return jac, jnp.asarray(touches)
@@ -230,7 +231,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   if has_systems:
     jac, touches = _contact_jacobians(model, contacts, terms)
     if num_limits:
-      jac_l, touches_l = _limit_jacobians(model, limits["direction"], offsets, total_dofs)
+      jac_l, touches_l = _limit_jacobians(model, limits["vector"], offsets, total_dofs)
       jac = jnp.concatenate([jac, jac_l])
       touches = jnp.concatenate([touches, touches_l])
     if num_pins:

@@ -30,7 +30,8 @@ class ArticulatedModel:
     mass (B,), com (B, 3) body frame, inertia (B, 3, 3) about the COM in the body frame.
     rotor_inertia (nv,), damping (nv,), stiffness (nv,): per generalized velocity.
     spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
-    joint_lower (nq,), joint_upper (nq,) position limits (inf where absent);
+    joint_lower (nq,), joint_upper (nq,) position limits (inf where absent); a spherical
+      joint's cone angle sits in joint_upper at its first coordinate (URDF <limit upper>);
     velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve.
     actuation_lower (nv,), actuation_upper (nv,): bounds on feed-forward + PD generalized
       force (+-inf where absent or 0; URDF `effort` gives -effort / +effort).
@@ -134,6 +135,7 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
     elif jtype[i] == JOINT_SPHERICAL:
       spring[o:o + 4] = (np.ravel(b.spring_mount)[:4] if b.spring_mount is not None
                          and np.size(b.spring_mount) >= 4 else [1.0, 0.0, 0.0, 0.0])
+      upper[o] = b.upper  # cone angle (RaiSim's spherical limit {angle, NOT_USED})
     elif jtype[i] == JOINT_FLOATING:
       spring[o + 3] = 1.0
   frames = description.frames

@@ -231,6 +231,9 @@ def _parse_joint(ctx, el) -> JointSpec:
     joint.effort_limit = _float(ctx, limit_el, what, "effort", default=np.inf)
   if type_name == "continuous":
     joint.lower, joint.upper = -np.inf, np.inf
+  if joint.type == JOINT_SPHERICAL and np.isfinite(joint.upper) and not joint.upper > 0:
+    raise ctx.error(what, limit_el.sourceline, "a spherical joint's <limit upper> is its cone "
+                    f"angle and must be > 0, got {joint.upper}")
   dyn_el = el.find("dynamics")
   if dyn_el is not None:
     joint.damping = _float(ctx, dyn_el, what, "damping", default=0.0)

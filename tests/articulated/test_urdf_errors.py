@@ -127,3 +127,14 @@ _LOOP = """<robot name="loop">
 def test_constraints_block_errors_name_the_element_and_line(block, message):
   with pytest.raises(ValueError, match=message):
     load_urdf(_LOOP.replace("CONSTRAINTS", block))
+
+
+def test_spherical_joint_cone_angle_must_be_positive():
+  urdf = """<robot name="r"><link name="a"><inertial><mass value="1"/>
+    <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+    <joint name="ball" type="spherical"><parent link="a"/><child link="b"/>
+      <limit upper="-0.2"/></joint>
+    <link name="b"><inertial><mass value="1"/>
+    <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>"""
+  with pytest.raises(ValueError, match=r"joint 'ball'.*line 4.*cone angle and must be > 0"):
+    load_urdf(urdf)
