@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import validation
+from raisim_jax import articulated_collision, validation
 from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
@@ -929,6 +929,58 @@ class ArticulatedSystem(Object):
     self._write_model(joint_lower=lower, joint_upper=upper)
     if np.any(rows_before != (np.isfinite(lower) | np.isfinite(upper))):
       self._world._structure_changed()
+
+  # ---- collision bodies ----------------------------------------------------------------------
+  def getCollisionBodies(self):
+    """[CollisionDefinition] of every collision body, in body order (see
+    raisim_jax/articulated_collision.py): views, so assigning an offset or a material through
+    one changes the simulation."""
+    count = len(articulated_collision.collision_geometries(self._entry.description))
+    return [articulated_collision.CollisionDefinition(self, k) for k in range(count)]
+
+  def getCollisionBody(self, name):
+    """The CollisionDefinition named "LINK_NAME/INDEX" (e.g. "base/0"); KeyError otherwise."""
+    geometries = articulated_collision.collision_geometries(self._entry.description)
+    for k, (_, geometry) in enumerate(geometries):
+      if geometry.name == name:
+        return articulated_collision.CollisionDefinition(self, k)
+    known = ", ".join(g.name for _, g in geometries) or "none"
+    raise KeyError(f"no collision body '{name}' in '{self.getName()}' (it has: {known})")
+
+  def _collision_geometry(self, id_):
+    geometries = articulated_collision.collision_geometries(self._entry.description)
+    if isinstance(id_, (bool, np.bool_)) or not 0 <= int(id_) < len(geometries) or int(id_) != id_:
+      raise ValueError(f"argument 'id' must be a collision body index < {len(geometries)}, "
+                       f"got {id_}")
+    return geometries[int(id_)][1]
+
+  def setCollisionBodyShapeParameters(self, id, params):  # noqa: A002 (RaiSim's name)
+    """Shape parameters of collision body `id`: sphere {radius}, cylinder / capsule
+    {radius, length}, box {x, y, z} (extra entries of RaiSim's Vec<4> are not read). Applies
+    at the next step without recompiling."""
+    articulated_collision.set_shape_parameters(self._collision_geometry(id), params)
+    self._world._collision_geometry_changed()
+
+  def setCollisionBodyPositionOffset(self, id, posOffset):  # noqa: A002
+    """Position of collision body `id` in its body frame (the parent joint frame)."""
+    geometry = self._collision_geometry(id)
+    geometry.pos = validation.vector(posOffset, 3, "posOffset")
+    self._world._collision_geometry_changed()
+
+  def setCollisionBodyOrientationOffset(self, id, oriOffset):  # noqa: A002
+    """Orientation (3, 3 rotation matrix) of collision body `id` in its body frame."""
+    geometry = self._collision_geometry(id)
+    geometry.rot = validation.rotation_matrix(oriOffset, "oriOffset")
+    self._world._collision_geometry_changed()
+
+  def getContactPointVel(self, pointId):
+    """World velocity of this system's material point at contact `pointId` (an index into
+    getContacts(); the point moves with the contact's body, getlocalBodyIndex())."""
+    contacts = self.getContacts()
+    if isinstance(pointId, (bool, np.bool_)) or not 0 <= int(pointId) < len(contacts):
+      raise ValueError(f"argument 'pointId' must be < {len(contacts)}, got {pointId}")
+    contact = contacts[int(pointId)]
+    return self._point_velocity(contact.getlocalBodyIndex(), contact.getPosition())
 
   # ---- self-collision ---------------------------------------------------------------------
   def ignoreCollisionBetween(self, bodyIdx1, bodyIdx2):

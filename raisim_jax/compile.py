@@ -76,10 +76,10 @@ def _default_contact_capacity(groups, num_shapes):
   return int(min(total, max(16, 8 * num_shapes)))
 
 
-def link_collision_shapes(entry):
+def link_collision_shapes(entry, warn=True):
   """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
   body frames. Collision meshes are not simulated yet: they are skipped with one warning
-  per system naming the collision bodies."""
+  per system naming the collision bodies (when `warn`)."""
   shapes, skipped = [], []
   for body_index, body in enumerate(entry.description.bodies):
     for geometry in body.collisions:
@@ -90,7 +90,7 @@ def link_collision_shapes(entry):
       shapes.append((body_index, CollisionShape(
           object_type=object_type, size=size, position=np.asarray(geometry.pos, float),
           rotation=np.asarray(geometry.rot, float), material=geometry.material or "default")))
-  if skipped:
+  if skipped and warn:
     warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
                   f"meshes are not supported yet; these collision bodies do not collide: "
                   f"{', '.join(skipped)}", stacklevel=3)
@@ -129,7 +129,12 @@ def excluded_body_pairs(description: WorldDescription):
   return excluded
 
 
-def _collision_model(description, dtype, names):
+def collision_model(description, dtype, names, warn=True):
+  """The CollisionModel of a world description: shape tables (sizes, offsets, materials as
+  rows of `names`, filters), candidate pair groups and broadphase settings. Its static
+  structure depends only on the shapes' count, types and bodies, the excluded pairs and the
+  settings, so a changed size, offset, material or filter projects into a compiled model
+  without recompiling the step."""
   settings = description.contact_settings
   max_points = int(settings.maxContactsPerPair)
   if not 1 <= max_points <= detection.KEY_STRIDE:
@@ -145,7 +150,7 @@ def _collision_model(description, dtype, names):
   body_offsets = []
   for entry in description.articulated:
     body_offsets.append(offset)
-    for body_index, shape in link_collision_shapes(entry):
+    for body_index, shape in link_collision_shapes(entry, warn):
       rows.append((offset + body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
                    entry.collision_group, entry.collision_mask))
     offset += entry.description.num_bodies
@@ -228,7 +233,7 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       angular_damping=stack([b.angular_damping for b in bodies], (3,)),
       body_type=jnp.asarray([int(b.body_type) for b in bodies], jnp.int32).reshape(len(bodies)),
   )
-  collision = _collision_model(description, dtype, names)
+  collision = collision_model(description, dtype, names)
   articulated = tuple(_articulated_model(entry, dtype) for entry in description.articulated)
   model = Model(
       bodies=body_model,

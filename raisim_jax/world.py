@@ -15,7 +15,8 @@ from raisim_jax import objects, validation
 from raisim_jax.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
-from raisim_jax.compile import compile_world, material_names, material_table, resolve_dtype
+from raisim_jax.compile import (collision_model, compile_world, material_names, material_table,
+                                resolve_dtype)
 from raisim_jax.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
@@ -510,9 +511,7 @@ class World:
       if not 0 <= k < len(shapes):
         raise ValueError(f"argument 'localIdx' must be < {len(shapes)}, got {localIdx}")
       shapes[k].material = str(material)
-    self._materials_changed()
-    if not self._dirty:
-      self._write_shape_leaves()
+    self._collision_geometry_changed()
     return True
 
   def setObjectCollisionFilter(self, obj, collisionGroup, collisionMask, localIdx=-1):
@@ -520,26 +519,26 @@ class World:
     description = obj._description
     description.collision_group = _collision_bits(collisionGroup, "collisionGroup")
     description.collision_mask = _collision_bits(collisionMask, "collisionMask")
-    if not self._dirty:
-      self._write_shape_leaves()
+    self._collision_geometry_changed()
     return True
 
-  def _write_shape_leaves(self):
-    """Rewrites the shapes' material ids and collision bits from the descriptions."""
-    names = {name: i for i, name in enumerate(self._compiled_material_names)}
-    material, group, mask = [], [], []
-    for obj in self._single_objects():
-      d = obj._description
-      for shape in d.shapes:
-        material.append(names[shape.material])
-        group.append(pairs.split_bits(d.collision_group))
-        mask.append(pairs.split_bits(d.collision_mask))
-    shapes = self._model.collision.shapes.replace(
-        material=jnp.asarray(np.asarray(material, np.int32).reshape(-1)),
-        collision_group=jnp.asarray(np.asarray(group, np.uint32).reshape(-1, 2)),
-        collision_mask=jnp.asarray(np.asarray(mask, np.uint32).reshape(-1, 2)))
-    self._model = self._model.replace(
-        collision=self._model.collision.replace(shapes=shapes))
+  def _collision_geometry_changed(self):
+    """Projects the descriptions' collision shapes (sizes, offsets, materials, filters) into
+    the compiled Model: the step is reused unless the projection's static structure changed
+    (a material name the model does not know recompiles)."""
+    if self._dirty:
+      return
+    self._materials_changed()
+    if self._dirty:
+      return
+    collision = collision_model(self._description, self._dtype, self._compiled_material_names,
+                                warn=False)
+    old = self._model.collision
+    if (jax.tree.structure(collision) != jax.tree.structure(old)
+        or jax.tree.map(np.shape, collision) != jax.tree.map(np.shape, old)):
+      self._structure_changed()
+      return
+    self._model = self._model.replace(collision=collision)
 
   # ---- contact solver and detection settings -------------------------------------------------
   def setERP(self, erp, erp2=0.0):

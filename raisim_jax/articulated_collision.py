@@ -1,0 +1,125 @@
+"""OO view of one collision body of an articulated system (RaiSim's CollisionDefinition).
+
+A system's collision bodies are its URDF `<collision>` elements, in body order and, inside a
+body (links merged through fixed joints included), in file order; each is named
+"LINK_NAME/INDEX" (the INDEX-th collision of that link). The view holds its system and its
+index in that list, never a value: every getter reads the system's description (the one
+mutable copy), every setter writes it and projects it into the compiled model (no recompile;
+a material name new to the world recompiles once).
+
+Offsets are in the body frame (RaiSim's "parent joint frame": a body's frame is its parent
+joint frame after the joint motion).
+"""
+
+import numpy as np
+
+from raisim_jax import validation
+
+# Number of shape parameters each URDF geometry takes (RaiSim's setCollisionBodyShapeParameters).
+SHAPE_PARAMETERS = {"sphere": ("radius",), "cylinder": ("radius", "length"),
+                    "capsule": ("radius", "length"), "box": ("x", "y", "z")}
+
+
+def collision_geometries(description):
+  """[(body index, Geometry)] of an ArticulatedDescription, in collision-body order."""
+  return [(b, g) for b, body in enumerate(description.bodies) for g in body.collisions]
+
+
+def _read_only(array):
+  array = np.array(array, np.float64)
+  array.flags.writeable = False
+  return array
+
+
+class CollisionDefinition:
+  """Collision body `index` of articulated system `system` (see the module docstring)."""
+
+  def __init__(self, system, index):
+    self._system = system
+    self._index = int(index)
+
+  def _geometry(self):
+    return collision_geometries(self._system._entry.description)[self._index][1]
+
+  @property
+  def name(self) -> str:
+    return self._geometry().name
+
+  def getName(self) -> str:
+    return self.name
+
+  @property
+  def localIdx(self) -> int:
+    """Index of the body that carries this collision body."""
+    return collision_geometries(self._system._entry.description)[self._index][0]
+
+  def getIndex(self) -> int:
+    """Position in the system's getCollisionBodies() list (the `id` of
+    setCollisionBodyShapeParameters and the offset setters)."""
+    return self._index
+
+  def getShape(self) -> str:
+    """URDF geometry kind: 'box', 'sphere', 'cylinder', 'capsule' or 'mesh'."""
+    return self._geometry().shape
+
+  def getShapeParameters(self):
+    """RaiSim's shape parameters: sphere (r,), cylinder / capsule (r, length), box (x, y, z)."""
+    g = self._geometry()
+    if g.shape == "sphere":
+      return _read_only([g.radius])
+    if g.shape in ("cylinder", "capsule"):
+      return _read_only([g.radius, g.length])
+    if g.shape == "box":
+      return _read_only(g.size)
+    raise ValueError(f"collision body '{g.name}' is a mesh: it has no shape parameters")
+
+  @property
+  def posOffset(self):
+    """(3,) read-only: position in the body frame. Assign to move it."""
+    return _read_only(self._geometry().pos)
+
+  @posOffset.setter
+  def posOffset(self, value):
+    self._system.setCollisionBodyPositionOffset(self._index, value)
+
+  @property
+  def rotOffset(self):
+    """(3, 3) read-only: orientation in the body frame. Assign to turn it."""
+    return _read_only(self._geometry().rot)
+
+  @rotOffset.setter
+  def rotOffset(self, value):
+    self._system.setCollisionBodyOrientationOffset(self._index, value)
+
+  def getMaterial(self) -> str:
+    return self._geometry().material or "default"
+
+  def setMaterial(self, material):
+    """Contact material of this collision body (RaiSim's material system names)."""
+    if not isinstance(material, str) or not material:
+      raise ValueError(f"argument 'material' must be a non-empty material name, got {material!r}")
+    self._geometry().material = material
+    self._system._world._collision_geometry_changed()
+
+  def __repr__(self):
+    return f"CollisionDefinition(name={self.name!r}, localIdx={self.localIdx})"
+
+
+def set_shape_parameters(geometry, params):
+  """Writes RaiSim's Vec<4> shape parameters into a URDF Geometry (validated)."""
+  names = SHAPE_PARAMETERS.get(geometry.shape)
+  if names is None:
+    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: its shape "
+                     "parameters cannot be set")
+  params = np.asarray(params, np.float64).reshape(-1)
+  if params.size not in (len(names), 4):
+    raise ValueError(f"argument 'params' must have {len(names)} (or 4) entries for a "
+                     f"{geometry.shape}, got {params.size}")
+  values = [validation.positive(params[k], f"params[{k}] ({name})")
+            for k, name in enumerate(names)]
+  if geometry.shape == "sphere":
+    geometry.radius = values[0]
+  elif geometry.shape == "box":
+    geometry.size = np.asarray(values)
+  else:
+    geometry.radius, geometry.length = values

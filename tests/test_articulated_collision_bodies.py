@@ -1,0 +1,155 @@
+"""Collision bodies of articulated systems (issue: articulated systems II, item 5):
+getCollisionBodies / getCollisionBody ("LINK/INDEX"), shape parameters, position and
+orientation offsets and per-collision-body materials (URDF <contact name> or setMaterial),
+each checked against a closed form (rest heights, sliding distances), each applied without
+recompiling the step; getContactPointVel of a system."""
+
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+
+G = 9.81
+
+# A free-floating one-link robot: a sphere and a box collision body on link "body".
+ROBOT = """<?xml version="1.0"?>
+<robot name="puck">
+  <link name="body">
+    <inertial><mass value="2.0"/>
+      <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
+    <collision><origin xyz="0 0 0"/><geometry><sphere radius="0.1"/></geometry>
+      <material name="m"><contact name="{material}"/></material></collision>
+    <collision><origin xyz="0 0 0.3"/><geometry><box size="0.4 0.1 0.1"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def _world(material="ice"):
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.addGround()
+  world.setMaterialPairProp("ice", "default", 0.05, 0.0, 0.0)
+  world.setMaterialPairProp("rubber", "default", 0.8, 0.0, 0.0)
+  robot = world.addArticulatedSystem(ROBOT.format(material=material))
+  return world, robot
+
+
+def _settle(world, robot, steps=400):
+  for _ in range(steps):
+    world.integrate()
+  return robot.getGeneralizedCoordinate()
+
+
+def test_collision_bodies_are_named_link_index_and_views_read_the_description():
+  world, robot = _world()
+  bodies = robot.getCollisionBodies()
+  assert [b.getName() for b in bodies] == ["body/0", "body/1"]
+  assert [b.localIdx for b in bodies] == [0, 0]
+  sphere = robot.getCollisionBody("body/0")
+  assert sphere.getIndex() == 0 and sphere.getShape() == "sphere"
+  assert sphere.getMaterial() == "ice" and bodies[1].getMaterial() == "default"
+  np.testing.assert_array_equal(bodies[1].posOffset, [0, 0, 0.3])
+  np.testing.assert_array_equal(bodies[1].getShapeParameters(), [0.4, 0.1, 0.1])
+  with pytest.raises(ValueError):
+    bodies[1].posOffset[2] = 1.0                       # read-only: assign the property instead
+  with pytest.raises(KeyError, match="no collision body 'body/2'.*body/0, body/1"):
+    robot.getCollisionBody("body/2")
+
+
+# A flat free-floating slab whose single box collision carries a URDF contact material.
+SLAB = """<?xml version="1.0"?>
+<robot name="slab">
+  <link name="slab">
+    <inertial><mass value="2.0"/>
+      <inertia ixx="0.028" ixy="0" ixz="0" iyy="0.028" iyz="0" izz="0.053"/></inertial>
+    <collision><geometry><box size="0.4 0.4 0.1"/></geometry>
+      <material name="m"><contact name="ice"/></material></collision>
+  </link>
+</robot>"""
+
+
+@pytest.mark.parametrize("material, mu", [("ice", 0.05), ("rubber", 0.8)])
+def test_urdf_contact_material_and_setMaterial_set_the_sliding_friction(material, mu):
+  """Sliding at 1 m/s, the slab stops after v^2 / (2 mu g): mu = 0.05 with the URDF's "ice",
+  0.8 after setMaterial("rubber") on the same collision body (no recompile: "rubber" is
+  known to the world through its pair)."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.addGround()
+  world.setMaterialPairProp("ice", "default", 0.05, 0.0, 0.0)
+  world.setMaterialPairProp("rubber", "default", 0.8, 0.0, 0.0)
+  robot = world.addArticulatedSystem(SLAB)
+  robot.setGeneralizedCoordinate([0, 0, 0.05, 1, 0, 0, 0])
+  assert robot.getCollisionBody("slab/0").getMaterial() == "ice"
+  _settle(world, robot, 50)
+  compiled = world._step._cache_size()
+  robot.getCollisionBody("slab/0").setMaterial(material)
+  assert robot.getCollisionBody("slab/0").getMaterial() == material
+  start = robot.getGeneralizedCoordinate()[0]
+  robot.setGeneralizedVelocity([1.0, 0, 0, 0, 0, 0])
+  _settle(world, robot, int(1.0 / (mu * G) / 1e-3) + 100)
+  distance = robot.getGeneralizedCoordinate()[0] - start
+  assert abs(robot.getGeneralizedVelocity()[0]) < 1e-9
+  assert distance == pytest.approx(1.0 / (2 * mu * G), rel=0.01)
+  assert world._step._cache_size() == compiled
+
+
+def test_position_orientation_and_shape_parameters_move_the_rest_height_without_recompiling():
+  world, robot = _world()
+  robot.setGeneralizedCoordinate([0, 0, 0.12, 1, 0, 0, 0])
+  assert _settle(world, robot)[2] == pytest.approx(0.1, abs=1e-3)      # sphere r = 0.1
+  compiled = world._step._cache_size()
+  robot.setCollisionBodyShapeParameters(0, [0.15, 0, 0, 0])
+  assert _settle(world, robot)[2] == pytest.approx(0.15, abs=1e-3)     # pushed up to r
+  robot.getCollisionBody("body/0").posOffset = [0.0, 0.0, -0.05]
+  assert _settle(world, robot)[2] == pytest.approx(0.2, abs=1e-3)      # centre 5 cm lower
+  # Turn the puck upside down: the box (z = 0.3, 0.1 thick) is now under the sphere and
+  # carries it; stood on end by the orientation offset (long side vertical) it holds the
+  # body 0.3 + 0.2 above the ground.
+  robot.setGeneralizedCoordinate([0, 0, 0.6, 0, 1, 0, 0])
+  robot.setGeneralizedVelocity(np.zeros(6))
+  assert _settle(world, robot)[2] == pytest.approx(0.3 + 0.05, abs=1e-3)
+  robot.setCollisionBodyOrientationOffset(1, [[0, 0, 1], [0, 1, 0], [-1, 0, 0]])
+  robot.setGeneralizedCoordinate([0, 0, 0.6, 0, 1, 0, 0])
+  robot.setGeneralizedVelocity(np.zeros(6))
+  assert _settle(world, robot)[2] == pytest.approx(0.3 + 0.2, abs=1e-3)
+  assert world._step._cache_size() == compiled
+  with pytest.raises(ValueError, match="params"):
+    robot.setCollisionBodyShapeParameters(0, [-0.1])
+  with pytest.raises(ValueError, match="'id'"):
+    robot.setCollisionBodyShapeParameters(2, [0.1])
+  with pytest.raises(ValueError, match="oriOffset"):
+    robot.setCollisionBodyOrientationOffset(1, np.diag([1.0, 1.0, -1.0]))
+
+
+def test_contact_point_velocity_of_a_sliding_system():
+  world, robot = _world()
+  robot.setGeneralizedCoordinate([0, 0, 0.1, 1, 0, 0, 0])
+  robot.setGeneralizedVelocity([0.5, 0, 0, 0, 0, 2.0])
+  world.integrate()
+  (contact,) = robot.getContacts()
+  u = robot.getGeneralizedVelocity()
+  r = contact.getPosition() - robot.getGeneralizedCoordinate()[:3]
+  w = robot.getAngularVelocity(0)
+  np.testing.assert_allclose(robot.getContactPointVel(0), u[:3] + np.cross(w, r), atol=1e-12)
+  with pytest.raises(ValueError, match="pointId"):
+    robot.getContactPointVel(1)
+
+
+def test_single_body_material_edit_in_a_world_with_a_robot():
+  """setObjectMaterial after the first step, in a world whose shape table also holds link
+  shapes: the ball's new material (restitution 0.5) applies to its next impact."""
+  world, robot = _world()
+  world.setMaterialPairProp("bouncy", "default", 0.8, 0.5, 0.0)
+  robot.setGeneralizedCoordinate([2, 0, 0.1, 1, 0, 0, 0])
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(0, 0, 0.5)
+  world.integrate()
+  world.setObjectMaterial(ball, "bouncy")
+  speeds = []
+  for _ in range(400):
+    world.integrate()
+    speeds.append(ball.getLinearVelocity()[2])
+  speeds = np.asarray(speeds)
+  impact = np.argmax(np.diff(speeds) > 1.0)
+  assert speeds[impact + 1] == pytest.approx(-0.5 * speeds[impact], rel=0.02)
