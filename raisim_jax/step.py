@@ -9,6 +9,8 @@
                 -> poses (single bodies semi-implicit, systems by their IntegrationScheme)
                 + penetration correction (erp), world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
+Per-system work (kinematics, M_eff, end of step) runs once per structure group of systems
+under vmap (dynamics/system_groups.py), not once per system.
     rollout   = lax.scan of step
 """
 
@@ -16,7 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision import detection
-from raisim_jax.dynamics import articulated_integrate, contact_dynamics, single_body
+from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body,
+                                 system_groups)
 from raisim_jax.types import Control, Model, State
 
 
@@ -58,37 +61,38 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
     force = force + control.body_force
     torque = torque + control.body_torque
   velocity = single_body.free_velocity(model, state, force, torque)
-  terms = tuple(
-      articulated_integrate.step_terms(
+  terms = system_groups.map_systems(
+      lambda system_model, system: articulated_integrate.step_terms(
           system_model, system.generalized_coordinate, system.generalized_velocity,
           system.feedforward_force, system.p_target, system.d_target, model.gravity, dt,
-          system.external_wrench)
-      for system_model, system in zip(model.articulated, state.articulated))
+          system.external_wrench),
+      model.articulated, state.articulated)
   solution = contact_dynamics.solve_contacts(model, state, velocity, state.contacts, terms)
   state = single_body.integrate_pose(model, state, solution.velocity)
   position = state.bodies.position + solution.body_displacement
   zeros = jnp.zeros_like(bodies.external_force)
 
-  systems = []
-  for system_model, system, term, gv_solved, displacement in zip(
-      model.articulated, state.articulated, terms, solution.generalized_velocity,
-      solution.generalized_displacement):
+  def end_of_step(system_model, system, term, gv_solved, displacement):
     gc_next, gv_next = articulated_integrate.end_of_step(
         system_model, system.generalized_coordinate, system.generalized_velocity, gv_solved,
         dt, displacement)
-    systems.append(system.replace(
+    return system.replace(
         generalized_coordinate=gc_next, generalized_velocity=gv_next,
         generalized_acceleration=(gv_next - system.generalized_velocity) / dt,
         generalized_force=articulated_integrate.generalized_force(
             term, system.feedforward_force, system.d_target, gv_next, dt),
-        external_wrench=jnp.zeros_like(system.external_wrench)))
+        external_wrench=jnp.zeros_like(system.external_wrench))
+
+  systems = system_groups.map_systems(
+      end_of_step, model.articulated, state.articulated, terms, solution.generalized_velocity,
+      solution.generalized_displacement)
   return state.replace(
       bodies=state.bodies.replace(position=position, external_force=zeros,
                                   external_torque=zeros),
       contacts=solution.contacts,
       time=state.time + dt,
       solver_iterations=solution.iterations,
-      articulated=tuple(systems),
+      articulated=systems,
       joint_limits=(solution.joint_limits if solution.joint_limits is not None
                     else state.joint_limits),
       pins=solution.pins if solution.pins is not None else state.pins,

@@ -11,18 +11,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.dynamics import kinematics as kin_lib
+from raisim_jax.dynamics import system_groups
 from raisim_jax.math import quaternion as quat
 from raisim_jax.types import BodyType, Model, State
 
 
 def collision_body_poses(model: Model, state: State):
   """World poses of every collision body: (positions (NB, 3), rotations (NB, 3, 3))."""
-  positions = [state.bodies.position]
-  rotations = [quat.to_matrix(state.bodies.quaternion)]
-  for system_model, system in zip(model.articulated, state.articulated):
-    pos, rot, _ = kin_lib.body_poses(system_model, system.generalized_coordinate)
-    positions.append(pos)
-    rotations.append(rot)
+  poses = system_groups.map_systems(
+      lambda system_model, system: kin_lib.body_poses(system_model,
+                                                      system.generalized_coordinate)[:2],
+      model.articulated, state.articulated)
+  positions = [state.bodies.position] + [pose[0] for pose in poses]
+  rotations = [quat.to_matrix(state.bodies.quaternion)] + [pose[1] for pose in poses]
   return jnp.concatenate(positions), jnp.concatenate(rotations)
 
 

@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.collision import collision_bodies
-from raisim_jax.dynamics import articulated_integrate, contact_solver, jacobian, joint_limits
+from raisim_jax.dynamics import (articulated_integrate, contact_solver, jacobian, joint_limits,
+                                 system_groups)
 from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import rotation
@@ -120,18 +121,23 @@ def _contact_jacobians(model: Model, contacts: Contacts, terms):
   body_a, body_b = jnp.maximum(contacts.body_a, 0), jnp.maximum(contacts.body_b, 0)
   system_a = jnp.where(contacts.active, owner_system[body_a], -1)
   system_b = jnp.where(contacts.active, owner_system[body_b], -1)
-  blocks, touches = [], []
-  for s, (system_model, term) in enumerate(zip(model.articulated, terms)):
+
+  def system_block(system_model, kinematics, s):
+    """(C, 3, nv_s) rows of system s (a traced index under vmap)."""
     def side(system_of_side, body):
       on = system_of_side == s
       local = jnp.where(on, owner_local[body], 0)
-      jac = jax.vmap(lambda b, p: jacobian.point_jacobian(system_model, term.kinematics, b, p))(
+      jac = jax.vmap(lambda b, p: jacobian.point_jacobian(system_model, kinematics, b, p))(
           local, contacts.position)
       return jnp.where(on[:, None, None], jac, 0.0)
 
-    world = side(system_a, body_a) - side(system_b, body_b)        # (C, 3, nv_s)
-    blocks.append(jnp.einsum("cij,cjn->cin", contacts.frame, world))
-    touches.append((system_a == s) | (system_b == s))
+    world = side(system_a, body_a) - side(system_b, body_b)
+    return jnp.einsum("cij,cjn->cin", contacts.frame, world)
+
+  blocks = system_groups.map_systems(
+      system_block, model.articulated, tuple(t.kinematics for t in terms),
+      tuple(jnp.asarray(s, jnp.int32) for s in range(len(terms))))
+  touches = [(system_a == s) | (system_b == s) for s in range(len(terms))]
   return jnp.concatenate(blocks, axis=-1), jnp.stack(touches, axis=-1)
 
 
@@ -239,14 +245,18 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
           model, tuple(t.kinematics for t in terms), offsets, total_dofs)
       jac = jnp.concatenate([jac, jac_p])
       touches = jnp.concatenate([touches, touches_p])
-    blocks = []
-    for s, term in enumerate(terms):
-      nv = model.articulated[s].num_gv
-      if not nv:
-        continue
-      js = jac[:, :, offsets[s]:offsets[s] + nv].reshape(rows * 3, nv)
+    def inverse_mass_times_rows(system_model, term, js):
+      """(R, nv, 3) M_eff^-1 J_s^T of one system's columns js (R*3, nv)."""
+      if not system_model.num_gv:
+        return jnp.zeros((rows, 0, 3), dtype)
       ws = articulated_integrate.solve_mass(term.mass_factor, js.T)      # (nv, R*3)
-      blocks.append(jnp.swapaxes(ws.T.reshape(rows, 3, nv), 1, 2))       # (R, nv, 3)
+      return jnp.swapaxes(ws.T.reshape(rows, 3, system_model.num_gv), 1, 2)
+
+    column_blocks = tuple(
+        jac[:, :, offsets[s]:offsets[s] + model.articulated[s].num_gv].reshape(
+            rows * 3, model.articulated[s].num_gv) for s in range(num_systems))
+    blocks = system_groups.map_systems(inverse_mass_times_rows, model.articulated, terms,
+                                       column_blocks)
     inverse_jt = jnp.concatenate(blocks, axis=1)                          # (R, NV, 3)
     delassus = delassus + jnp.einsum("rin,rnj->rij", jac, inverse_jt)
     # A link that can move only in a subspace (a 2-dof arm touching its own base cannot move

@@ -17,6 +17,7 @@ three velocity dofs along -a (a: the unit rotation axis, the same in the parent 
 frame, so d theta / dt = a . omega in either), with gap = angle - theta.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -94,31 +95,33 @@ def limit_rows(model, state, free_velocities, dt):
   limits = model.joint_limits
   if not limits.count:
     return None
-  gaps, uppers, directions, vectors = [], [], [], []
-  for s, d, c, cone in zip(limits.system, limits.dof, limits.coordinate, limits.cone):
-    system_model = model.articulated[s]
-    gc = state.articulated[s].generalized_coordinate
-    if cone:
-      gap, vector = _cone_row(gc[c:c + 4], system_model.joint_upper[c])
-      gaps.append(gap)
-      uppers.append(jnp.asarray(True))
-      directions.append(jnp.ones((), gc.dtype))
-      vectors.append(vector)
-      continue
-    gap_lower = gc[c] - system_model.joint_lower[c]
-    gap_upper = system_model.joint_upper[c] - gc[c]
-    at_upper = gap_upper < gap_lower
-    direction = jnp.where(at_upper, -1.0, 1.0).astype(gc.dtype)
-    gaps.append(jnp.where(at_upper, gap_upper, gap_lower))
-    uppers.append(at_upper)
-    directions.append(direction)
-    vectors.append(jnp.stack([direction, jnp.zeros_like(direction), jnp.zeros_like(direction)]))
-  gap, at_upper, direction, vector = map(jnp.stack, (gaps, uppers, directions, vectors))
-  columns = limit_columns(limits)
-  u = jnp.stack([state.articulated[s].generalized_velocity[columns[i]]
-                 for i, s in enumerate(limits.system)])
-  u_free = jnp.stack([free_velocities[s][columns[i]] for i, s in enumerate(limits.system)])
-  u, u_free = jnp.sum(vector * u, axis=-1), jnp.sum(vector * u_free, axis=-1)
+  # Every system's vectors concatenated; rows gather from them with static indices (one
+  # vectorized evaluation for all rows of all systems).
+  gc_start = np.cumsum([0] + [m.num_gc for m in model.articulated])
+  gv_start = np.cumsum([0] + [m.num_gv for m in model.articulated])
+  system = np.asarray(limits.system)
+  coordinate = gc_start[system] + np.asarray(limits.coordinate)
+  cone = np.asarray(limits.cone, bool)
+  gc = jnp.concatenate([s.generalized_coordinate for s in state.articulated])
+  lower = jnp.concatenate([m.joint_lower for m in model.articulated])[coordinate]
+  upper = jnp.concatenate([m.joint_upper for m in model.articulated])[coordinate]
+  q = gc[coordinate]
+  gap_lower, gap_upper = q - lower, upper - q
+  at_upper = (gap_upper < gap_lower) | cone
+  direction = jnp.where(at_upper & ~cone, -1.0, 1.0).astype(gc.dtype)
+  gap = jnp.where(at_upper, gap_upper, gap_lower)
+  zero = jnp.zeros_like(direction)
+  vector = jnp.stack([direction, zero, zero], axis=-1)
+  if cone.any():
+    quaternion_index = np.minimum(coordinate[:, None] + np.arange(4), gc.shape[0] - 1)
+    cone_gap, cone_vector = jax.vmap(_cone_row)(gc[quaternion_index], upper)
+    gap = jnp.where(cone, cone_gap, gap)
+    vector = jnp.where(cone[:, None], cone_vector, vector)
+  columns = limit_columns(limits) + gv_start[system][:, None]
+  gv = jnp.concatenate([s.generalized_velocity for s in state.articulated])
+  gv_free = jnp.concatenate(free_velocities)
+  u = jnp.sum(vector * gv[columns], axis=-1)
+  u_free = jnp.sum(vector * gv_free[columns], axis=-1)
   reach = 2.0 * dt * jnp.maximum(jnp.abs(u), jnp.abs(u_free))
   active = gap < reach + LIMIT_MARGIN
   target = jnp.where(gap > 0, -gap / dt, 0.0)
