@@ -1,13 +1,21 @@
 """The standing quadruped under PD control: env-steps per second and compile time of the pure
-step under vmap (solver in its batched mode). (The side-by-side MuJoCo C figure on the same
-URDF is not here yet.)
+step under vmap (float32, solver in its batched mode), and MuJoCo C on the same URDF in the
+same run (`mujoco.rollout`, 2 threads), with the ratio.
 
-Run: `python benchmarks/legged.py [--robot quadruped|a1] [--batches 1,256,1024]`.
-Not a test: numbers depend on the machine; compare ratios taken in one run.
+Run: `python benchmarks/legged.py [--robot quadruped|a1] [--batches 1,256,1024] [--json F]`
+(MuJoCo needs the `bench` extra: `pip install -e ".[bench]"`; without it that column is
+skipped). Not a test: numbers depend on the machine; compare ratios taken in one run.
+
+The MuJoCo model is the same URDF (RaiSim's capsule `height` renamed to URDF's `length`), a
+free joint on the root, a ground plane, position actuators with the same kp / kd, dt = 1e-3,
+settled for 1 s like ours; MuJoCo's own defaults otherwise (float64, Newton solver, pyramidal
+friction cones).
 """
 
 import argparse
+import json
 import os
+import re
 import sys
 import time
 
@@ -21,8 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import raisim_jax as rj  # noqa: E402
 from tests.legged import scenarios  # noqa: E402
 
+STEPS = 100
 
-def measure(model, state, batch, steps=100):
+
+def measure(model, state, batch, steps=STEPS):
   """(env-steps/s, compile seconds) of `steps` steps of `batch` standing robots."""
   states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
   run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
@@ -37,22 +47,89 @@ def measure(model, state, batch, steps=100):
   return batch * steps / best, compile_seconds
 
 
+def mujoco_setup(robot_name):
+  """(MjModel, settled full-physics state, control (12,)) or None without mujoco."""
+  try:
+    import mujoco
+  except ImportError:
+    return None
+  path, _, leg, height, kp, kd = scenarios.ROBOTS[robot_name]
+  text = open(path).read()
+  text = re.sub(r"(<capsule[^>]*?)\bheight=", r"\1length=", text)
+  spec = mujoco.MjSpec.from_string(text)
+  spec.meshdir = os.path.dirname(path)
+  spec.option.timestep = 1e-3
+  spec.worldbody.first_body().add_freejoint()
+  spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1])
+  hinges = [j.name for b in spec.bodies for j in b.joints
+            if j.type == mujoco.mjtJoint.mjJNT_HINGE]
+  for name in hinges:
+    spec.add_actuator(target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                      gainprm=[kp] + [0] * 9, biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+                      biasprm=[0, -kp, -kd] + [0] * 7)
+  model = spec.compile()
+  data = mujoco.MjData(model)
+  nominal = np.asarray(list(leg) * 4)
+  data.qpos[:] = np.r_[0, 0, height, 1, 0, 0, 0, nominal]
+  data.ctrl[:] = nominal
+  for _ in range(1000):
+    mujoco.mj_step(model, data)
+  kind = mujoco.mjtState.mjSTATE_FULLPHYSICS
+  state = np.empty(mujoco.mj_stateSize(model, kind))
+  mujoco.mj_getState(model, data, state, kind)
+  return model, state, nominal, float(data.qpos[2])
+
+
+def measure_mujoco(setup, batch, steps=STEPS, threads=2):
+  """env-steps/s of mujoco.rollout over `batch` copies, `threads` MjData."""
+  import mujoco
+  from mujoco import rollout
+  model, state, control, _ = setup
+  datas = [mujoco.MjData(model) for _ in range(threads)]
+  initial = np.tile(state, (batch, 1))
+  controls = np.tile(control, (batch, steps, 1))
+  rollout.rollout(model, datas, initial, controls)
+  best = float("inf")
+  for _ in range(3):
+    start = time.perf_counter()
+    rollout.rollout(model, datas, initial, controls)
+    best = min(best, time.perf_counter() - start)
+  return batch * steps / best
+
+
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--robot", default="quadruped", choices=sorted(scenarios.ROBOTS))
   parser.add_argument("--batches", default="1,256,1024")
+  parser.add_argument("--json", default="", help="write the figures to this file")
   args = parser.parse_args()
   world, robot, nominal, feet = scenarios.standing_world(args.robot, jnp.float32)
   # Settle first: the benchmark steps a robot standing on its four feet.
-  *_, settled = scenarios.simulate(world, feet, 1000)
+  base, *_, settled = scenarios.simulate(world, feet, 1000)
   world.setState(settled)
   world.setContactSolverDifferentiable(False)
   model, state = world.compile()
+  setup = mujoco_setup(args.robot)
   print(f"robot={args.robot} float32 backend={jax.default_backend()} "
-        f"contacts={int(np.sum(np.asarray(state.contacts.active)))}")
+        f"devices={jax.device_count()} "
+        f"contacts={int(np.sum(np.asarray(state.contacts.active)))} "
+        f"settled z={float(base[-1, 2]):.4f}"
+        + (f" | mujoco {__import__('mujoco').__version__} settled z={setup[3]:.4f}"
+           if setup else " | mujoco not installed"))
+  rows = []
   for batch in [int(b) for b in args.batches.split(",")]:
     ours, compile_seconds = measure(model, state, batch)
-    print(f"  batch {batch:5d}: {ours:12,.0f} env-steps/s (compile {compile_seconds:.0f} s)")
+    row = dict(batch=batch, raisim_jax=ours, compile_s=compile_seconds)
+    line = f"  batch {batch:5d}: {ours:12,.0f} env-steps/s (compile {compile_seconds:.0f} s)"
+    if setup:
+      theirs = measure_mujoco(setup, batch)
+      row.update(mujoco_c=theirs, ratio=ours / theirs)
+      line += f" | MuJoCo C 2 threads {theirs:12,.0f} | ratio {ours / theirs:.3f}"
+    print(line, flush=True)
+    rows.append(row)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(dict(robot=args.robot, backend=jax.default_backend(), rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,12 @@
-"""Test configuration: float64 everywhere (RaiSim's precision; float32 paths opt in), and the
-`slow` marker: long simulations and oracle sweeps run only with `-m slow` or
-RAISIM_JAX_SLOW=1, so the default run (CI's) stays short while covering every capability."""
+"""Test configuration: float64 everywhere (RaiSim's precision; float32 paths opt in).
 
-import os
+Every test runs by default, CI included: long simulations and oracle sweeps carry the `slow`
+marker only so that a quick local run can leave them out with `-m "not slow"`."""
 
 import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
-
-
-def pytest_collection_modifyitems(config, items):
-  if "slow" in (config.getoption("-m") or "") or os.environ.get("RAISIM_JAX_SLOW") == "1":
-    return
-  skip = pytest.mark.skip(reason="slow: run with -m slow or RAISIM_JAX_SLOW=1")
-  for item in items:
-    if "slow" in item.keywords:
-      item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="module")
