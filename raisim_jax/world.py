@@ -143,8 +143,10 @@ class World:
     self._model = self._model.replace(articulated=tuple(systems))
 
   def _sync_description_from_state(self):
-    """Copies the current state into the descriptions before a structural recompile."""
-    if self._state is None:
+    """Copies the current state into the descriptions before a structural recompile. Once
+    dirty, the descriptions are already current (the state is stale and its rows no longer
+    match the object list), so a second edit in a row copies nothing."""
+    if self._state is None or self._dirty:
       return
     for obj, system in zip(self._articulated_objects(), self._state.articulated):
       obj._entry.generalized_coordinate = np.asarray(system.generalized_coordinate, np.float64)

@@ -285,3 +285,30 @@ def test_external_load_accumulates_until_integrate(world):
   np.testing.assert_array_equal(ball.getExternalTorque(), [0, -1, 0])
   ball.clearExternalForcesAndTorques()
   np.testing.assert_array_equal(ball.getExternalForce(), [0, 0, 0])
+
+
+def test_sequences_of_adds_and_removes_after_stepping_keep_every_state():
+  """Edits in a row after the world has stepped (issue: OO shell): two adds, then two
+  removes, then a step; every survivor keeps its own state."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.setGravity([0, 0, 0])
+  spheres = []
+  for k in range(4):
+    sphere = world.addSphere(0.1, 1.0)
+    sphere.setPosition(10.0 * k, 0, 1)
+    sphere.setVelocity(0, 1.0 + k, 0, 0, 0, 0)
+    spheres.append(sphere)
+  world.integrate()
+  extra = [world.addSphere(0.2, 1.0), world.addBox(0.1, 0.1, 0.1, 1.0)]
+  extra[0].setPosition(50, 0, 1)
+  extra[1].setPosition(60, 0, 1)
+  world.removeObject(spheres[1])
+  world.removeObject(spheres[2])
+  world.integrate()
+  for k in (0, 3):
+    np.testing.assert_allclose(spheres[k].getPosition(),
+                               [10.0 * k, 2e-3 * (1.0 + k), 1.0], atol=1e-12)
+  np.testing.assert_allclose(extra[0].getPosition(), [50, 0, 1], atol=1e-12)
+  np.testing.assert_allclose(extra[1].getPosition(), [60, 0, 1], atol=1e-12)
+  assert len(world.getObjList()) == 4
