@@ -16,7 +16,14 @@ the dense v = G lambda + c sweep without forming the off-diagonal blocks.
 
 Row kinds: contacts use the exact local solve on the Coulomb cone
 (`contact_solver.solve_single_contact`); joint-limit rows are unilateral 1-D rows along the
-joint (dynamics/joint_limits.py) with x, y rows empty.
+joint, or along a spherical joint's rotation axis for its cone limit (dynamics/joint_limits.py),
+with x, y rows empty; pin rows (closed loops, dynamics/pins.py) are bilateral 3-D rows on the
+world axes, solved with the pseudo-inverse of their unregularized block (a pin whose bodies
+can only move in a plane has a rank-2 block), warm-started from last step's impulse and
+position-corrected by erp * G^+ (-error). Contact rows only get a small relative
+regularization of their block (`_regularization`) so a link that moves in a subspace still
+has an invertible block. Per-system work (Jacobians of contact rows, M_eff^-1 J^T) runs once
+per structure group of systems under vmap (dynamics/system_groups.py).
 
 Where RaiSim's material system enters (docs/contact_solver.md):
 - target normal velocity: the bounce (from the approach speed at the start of the step) for a
