@@ -20,6 +20,7 @@ from raisim_jax.types import State as State
 from raisim_jax.objects import CompoundObjectChild as CompoundObjectChild
 from raisim_jax.objects import Transformation as Transformation
 from raisim_jax.articulated_system import ArticulatedSystemOption as ArticulatedSystemOption
+from raisim_jax.joint_springs import SpringElement as SpringElement
 from raisim_jax.world import COLLISION as COLLISION
 from raisim_jax.world import World as World
 
@@ -27,5 +28,5 @@ __all__ = [
     "compile_world", "step", "integrate1", "integrate2", "rollout",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
-    "World", "COLLISION", "ArticulatedSystemOption", "CompoundObjectChild", "Transformation",
+    "World", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
 ]

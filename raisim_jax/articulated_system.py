@@ -26,9 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import articulated_collision, validation
+from raisim_jax import articulated_collision, joint_springs, validation
 from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
+from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
                                                     JOINT_REVOLUTE, JOINT_SPHERICAL)
 from raisim_jax.math import quaternion as quat_math
@@ -875,6 +876,37 @@ class ArticulatedSystem(Object):
   def setRotorInertia(self, rotorInertia):
     """Reflected rotor inertia (nv,), added to diag(M)."""
     self._per_dof_write(rotorInertia, "rotorInertia", "rotor_inertia", "rotor_inertia")
+
+  def addSpring(self, spring):
+    """Adds a joint spring (joint_springs.SpringElement) on top of the URDF's; it acts from
+    the next step (no recompile). Editing the element's stiffness / mount later applies too."""
+    if not isinstance(spring, joint_springs.SpringElement):
+      raise ValueError(f"argument 'spring' must be a SpringElement, got {type(spring).__name__}")
+    if spring._owner is not None:
+      raise ValueError("argument 'spring': this SpringElement was already added to a system")
+    joint_springs.check_spring(self._entry.description, spring)
+    self._entry.springs.append(spring)
+    spring._owner = self
+    try:
+      self._springs_changed()
+    except ValueError:
+      self._entry.springs.pop()
+      spring._owner = None
+      raise
+
+  def getSprings(self):
+    """The SpringElements added with addSpring (the live elements: assign their stiffness or
+    mount to change them)."""
+    return list(self._entry.springs)
+
+  def _springs_changed(self):
+    """Re-projects the URDF springs plus the added ones into the stiffness / mount leaves."""
+    for spring in self._entry.springs:
+      joint_springs.check_spring(self._entry.description, spring)
+    urdf_springs = compile_articulated(self._entry.description, jnp.float64)
+    stiffness, mount = joint_springs.spring_leaves(urdf_springs, self._entry.description,
+                                                   self._entry.springs)
+    self._write_model(stiffness=stiffness, spring_mount=mount)
 
   def getJointLimits(self):
     """(nv, 2) [lower, upper] per dof: the position limits of revolute / prismatic joints;

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import joint_springs
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.description import CollisionShape, WorldDescription
@@ -277,6 +278,9 @@ def _articulated_model(entry, dtype):
   integration scheme."""
   model = compile_articulated(entry.description, dtype)
   leaves = {"pd_enabled": jnp.asarray(float(entry.control_mode == 1), dtype)}
+  if entry.springs:
+    stiffness, mount = joint_springs.spring_leaves(model, entry.description, entry.springs)
+    leaves.update(stiffness=jnp.asarray(stiffness, dtype), spring_mount=jnp.asarray(mount, dtype))
   for name in ("p_gain", "d_gain", "actuation_lower", "actuation_upper"):
     value = getattr(entry, name)
     if value is not None:

@@ -132,6 +132,7 @@ class ArticulatedEntry:
     control_mode: 0 FORCE_AND_TORQUE, 1 PD_PLUS_FEEDFORWARD_TORQUE.
     actuation_lower, actuation_upper: (nv,) generalized-force bounds (None: from the URDF's
       effort limits, +-effort).
+    springs: [joint_springs.SpringElement] added with addSpring (on top of the URDF's).
   """
   name: str
   description: object
@@ -152,6 +153,7 @@ class ArticulatedEntry:
   control_mode: int = 0
   actuation_lower: np.ndarray | None = None
   actuation_upper: np.ndarray | None = None
+  springs: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -352,3 +352,55 @@ def test_spherical_cone_limit_holds_against_a_torque_and_setJointLimits_moves_it
   assert _rotation_angle(robot.getGeneralizedCoordinate()) > 0.35
   with pytest.raises(ValueError, match="cone angle of spherical joint 'ball'"):
     robot.setJointLimits([[-0.1, np.inf], [-np.inf, np.inf], [-np.inf, np.inf]])
+
+
+def _period_and_centre(world, robot, q0, duration):
+  """(period from successive downward and upward crossings of the mean, mean) of the hinge
+  angle released at rest from q0."""
+  robot.setState([q0], [0.0])
+  qs = []
+  for _ in range(int(duration / world.getTimeStep())):
+    world.integrate()
+    qs.append(robot.getGeneralizedCoordinate()[0])
+  qs = np.asarray(qs)
+  centre = 0.5 * (qs.max() + qs.min())
+  shifted = qs - centre
+  down = np.nonzero((shifted[:-1] > 0) & (shifted[1:] <= 0))[0]
+  up = np.nonzero((shifted[:-1] < 0) & (shifted[1:] >= 0))[0]
+  return 2 * abs(up[0] - down[0]) * world.getTimeStep(), centre
+
+
+def test_addSpring_adds_to_the_urdf_spring_and_edits_apply():
+  """URDF spring k=10 at 0.5 plus addSpring k=30 at 0.1: one spring k=40 about
+  (10*0.5 + 30*0.1)/40 = 0.2, period 2 pi sqrt(I/40). Raising the added stiffness to 90
+  through getSprings() gives k=100 about 0.14."""
+  world, robot = pendulum_world(spring='stiffness="10" spring_mount="0.5"', dt=1e-4,
+                                gravity=False)
+  robot.setIntegrationScheme(rj.IntegrationScheme.TRAPEZOID)
+  robot.addSpring(rj.SpringElement(childBodyId=1, stiffness=30.0, mount=[0.1]))
+  period, centre = _period_and_centre(world, robot, 0.4, 1.0)
+  assert period == pytest.approx(2 * np.pi * np.sqrt(HINGE_INERTIA / 40.0), rel=2e-3)
+  assert centre == pytest.approx(0.2, abs=1e-3)
+  (spring,) = robot.getSprings()
+  spring.stiffness = 90.0
+  period, centre = _period_and_centre(world, robot, 0.4, 1.0)
+  assert period == pytest.approx(2 * np.pi * np.sqrt(HINGE_INERTIA / 100.0), rel=2e-3)
+  assert centre == pytest.approx(0.14, abs=1e-3)
+  with pytest.raises(ValueError, match="mount of joint 'hinge' must have 1 value"):
+    robot.addSpring(rj.SpringElement(childBodyId=1, stiffness=1.0, mount=[1, 0, 0, 0]))
+  with pytest.raises(ValueError, match="childBodyId must be a body index < 2"):
+    robot.addSpring(rj.SpringElement(childBodyId=5, stiffness=1.0, mount=[0.0]))
+  with pytest.raises(ValueError, match="stiffness"):
+    spring.stiffness = -1.0
+  assert len(robot.getSprings()) == 1
+
+
+def test_spherical_springs_with_different_mounts_are_refused():
+  world = rj.World()
+  robot = world.addArticulatedSystem(SPHERICAL.format(k=5.0, mount="1 0 0 0"))
+  with pytest.raises(ValueError, match="spherical joint 'ball' with different mounts"):
+    robot.addSpring(rj.SpringElement(1, 5.0, [np.cos(0.3), np.sin(0.3), 0.0, 0.0]))
+  assert robot.getSprings() == []
+  robot.addSpring(rj.SpringElement(1, 5.0, [1.0, 0.0, 0.0, 0.0]))
+  world.integrate()
+  assert len(robot.getSprings()) == 1
