@@ -1025,6 +1025,19 @@ class ArticulatedSystem(Object):
       self._entry.ignored_body_pairs.add(pair)
       self._world._structure_changed()
 
+  def getAllowedNumberOfInternalContactsBetweenTwoBodies(self) -> int:
+    """Contacts kept per pair of this system's collision bodies (default 1)."""
+    return int(self._entry.allowed_internal_contacts)
+
+  def setAllowedNumberOfInternalContactsBetweenTwoBodies(self, count):
+    """Keeps at most `count` (>= 1) contacts, the deepest, between two collision bodies of
+    this system (self-collision); applies from the next step without recompiling (up to the
+    pair's manifold size)."""
+    if isinstance(count, (bool, np.bool_)) or int(count) != count or count < 1:
+      raise ValueError(f"argument 'count' must be an integer >= 1, got {count}")
+    self._entry.allowed_internal_contacts = int(count)
+    self._world._collision_geometry_changed()
+
   def updateSelfCollisionCache(self, world=None):
     """No-op: ignoreCollisionBetween already updates the world's pair table."""
 

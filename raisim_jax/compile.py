@@ -149,7 +149,10 @@ def collision_model(description, dtype, names, warn=True):
                    body.collision_group, body.collision_mask))
   offset = len(description.bodies)
   body_offsets = []
-  for entry in description.articulated:
+  internal_limit = {}   # collision body -> (system, allowed internal contacts)
+  for s, entry in enumerate(description.articulated):
+    for b in range(entry.description.num_bodies):
+      internal_limit[offset + b] = (s, int(entry.allowed_internal_contacts))
     body_offsets.append(offset)
     for body_index, shape in link_collision_shapes(entry, warn):
       rows.append((offset + body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
@@ -178,6 +181,13 @@ def collision_model(description, dtype, names, warn=True):
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():
     index = np.asarray([m[0] for m in members], np.int32)
     count = len(members)
+    points = min(narrowphase.num_points(type_a, type_b), max_points)
+    limit = []
+    for _, a, b in members:
+      owner_a = internal_limit.get(shape_body[a])
+      owner_b = internal_limit.get(shape_body[b])
+      internal = owner_a is not None and owner_b is not None and owner_a[0] == owner_b[0]
+      limit.append(min(points, owner_a[1]) if internal else points)
     if broadphase_type == BroadphaseType.None_:
       capacity = count
     else:
@@ -185,9 +195,8 @@ def collision_model(description, dtype, names, warn=True):
     groups.append(PairGroup(
         shape_a=jnp.asarray([m[1] for m in members], jnp.int32),
         shape_b=jnp.asarray([m[2] for m in members], jnp.int32),
-        pair_index=jnp.asarray(index),
-        type_a=type_a, type_b=type_b, capacity=capacity,
-        points=min(narrowphase.num_points(type_a, type_b), max_points)))
+        pair_index=jnp.asarray(index), point_limit=jnp.asarray(limit, jnp.int32),
+        type_a=type_a, type_b=type_b, capacity=capacity, points=points))
   capacity = description.contact_capacity
   if capacity is None:
     capacity = _default_contact_capacity(groups, num_shapes)

@@ -133,6 +133,8 @@ class ArticulatedEntry:
     actuation_lower, actuation_upper: (nv,) generalized-force bounds (None: from the URDF's
       effort limits, +-effort).
     springs: [joint_springs.SpringElement] added with addSpring (on top of the URDF's).
+    allowed_internal_contacts: contacts kept per pair of collision bodies of this system
+      (setAllowedNumberOfInternalContactsBetweenTwoBodies; RaiSim's default 1).
   """
   name: str
   description: object
@@ -154,6 +156,7 @@ class ArticulatedEntry:
   actuation_lower: np.ndarray | None = None
   actuation_upper: np.ndarray | None = None
   springs: list = dataclasses.field(default_factory=list)
+  allowed_internal_contacts: int = 1
 
 
 @dataclasses.dataclass

@@ -119,10 +119,14 @@ class PairGroup:
     capacity: static number of pairs that survive the broadphase per step (<= P).
     points: static contact slots per pair (min of the pair's manifold size and
       maxContactsPerPair).
+    point_limit: (P,) int32 contacts kept per pair (the deepest first): `points`, or for a
+      pair of two bodies of one articulated system its
+      setAllowedNumberOfInternalContactsBetweenTwoBodies count (RaiSim's default 1).
   """
   shape_a: jax.Array
   shape_b: jax.Array
   pair_index: jax.Array
+  point_limit: jax.Array
   type_a: int = static_field()
   type_b: int = static_field()
   capacity: int = static_field()

@@ -153,3 +153,53 @@ def test_single_body_material_edit_in_a_world_with_a_robot():
   speeds = np.asarray(speeds)
   impact = np.argmax(np.diff(speeds) > 1.0)
   assert speeds[impact + 1] == pytest.approx(-0.5 * speeds[impact], rel=0.02)
+
+
+# A flap hinged at the edge of a fixed slab, lying flat on it (faces exactly coincident).
+FLAP = """<?xml version="1.0"?>
+<robot name="flap">
+  <link name="world"/>
+  <joint name="mount" type="fixed"><parent link="world"/><child link="slab"/>
+    <origin xyz="0 0 0.5"/></joint>
+  <link name="slab">
+    <inertial><mass value="5"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <collision><geometry><box size="0.4 0.4 0.1"/></geometry></collision>
+  </link>
+  <joint name="hinge" type="revolute"><parent link="slab"/><child link="flap"/>
+    <origin xyz="0.2 0 0.06"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="0" velocity="0"/></joint>
+  <link name="flap">
+    <inertial><origin xyz="-0.2 0 0"/><mass value="1"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.02"/></inertial>
+    <collision><origin xyz="-0.2 0 0"/><geometry><box size="0.4 0.3 0.02"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def _self_contacts(robot):
+  return [c for c in robot.getContacts() if c.isSelfCollision() and not c.skip()]
+
+
+def test_allowed_number_of_internal_contacts_between_two_bodies():
+  """The flap rests face to face on its slab (a 4-point box-box manifold). RaiSim's default
+  keeps 1 contact between two bodies of one system, and the flap still rests; with 4 allowed
+  the whole manifold acts. The limit changes without recompiling."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  robot = world.addArticulatedSystem(FLAP, options=rj.ArticulatedSystemOption(
+      doNotCollideWithParent=False))
+  assert robot.getAllowedNumberOfInternalContactsBetweenTwoBodies() == 1
+  robot.setState([0.0], [0.0])
+  for _ in range(200):
+    world.integrate()
+  assert len(_self_contacts(robot)) == 1
+  assert abs(robot.getGeneralizedCoordinate()[0]) < 1e-3
+  compiled = world._step._cache_size()
+  robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(4)
+  for _ in range(50):
+    world.integrate()
+  assert len(_self_contacts(robot)) == 4
+  assert abs(robot.getGeneralizedCoordinate()[0]) < 1e-3
+  assert world._step._cache_size() == compiled
+  with pytest.raises(ValueError, match="'count' must be an integer >= 1"):
+    robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(0)

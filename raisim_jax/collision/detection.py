@@ -106,6 +106,17 @@ def contact_frame(normal):
   return jnp.stack([x_axis, y_axis, normal], axis=-2)
 
 
+def _depth_rank(depth, valid):
+  """(P, K) rank of each valid point of a pair by depth, deepest 0 (ties by slot order);
+  invalid points rank after every valid one."""
+  k = depth.shape[-1]
+  earlier = np.tril(np.ones((k, k), bool), -1)          # earlier[i, j]: j < i
+  deeper = (depth[:, None, :] > depth[:, :, None]) | (
+      (depth[:, None, :] == depth[:, :, None]) & earlier[None])
+  rank = jnp.sum(deeper & valid[:, None, :], axis=-1)
+  return jnp.where(valid, rank, k)
+
+
 def detect_contacts(model: Model, state: State) -> Contacts:
   """All contacts of the current configuration, compacted into the contact buffer.
 
@@ -152,10 +163,13 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     points = _collide_in_chunks(collide_pair, count, sizes[sa], rotations[sa], positions[sa],
                                 sizes[sb], rotations[sb], positions[sb])
     k = group.points
+    valid = points.valid & selected_valid[:, None]
+    if k > 1:
+      valid &= _depth_rank(points.depth, valid) < group.point_limit[selected][:, None]
     key = (group.pair_index[selected][:, None] * KEY_STRIDE
            + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
     slot_fields.append(dict(
-        valid=points.valid & selected_valid[:, None],
+        valid=valid,
         position=points.position, normal=points.normal, depth=points.depth,
         shape_a=jnp.broadcast_to(sa[:, None], (sa.shape[0], k)),
         shape_b=jnp.broadcast_to(sb[:, None], (sb.shape[0], k)),
