@@ -98,19 +98,27 @@ class CollisionDefinition:
     """Contact material of this collision body (RaiSim's material system names)."""
     if not isinstance(material, str) or not material:
       raise ValueError(f"argument 'material' must be a non-empty material name, got {material!r}")
-    self._geometry().material = material
+    geometry = self._geometry()
+    require_simulated(geometry)
+    geometry.material = material
     self._system._world._collision_geometry_changed()
 
   def __repr__(self):
     return f"CollisionDefinition(name={self.name!r}, localIdx={self.localIdx})"
 
 
+def require_simulated(geometry):
+  """ValueError for a mesh collision body: meshes are skipped by the simulation (the loader
+  warned), so an edit of one would change nothing."""
+  if geometry.shape not in SHAPE_PARAMETERS:
+    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: collision meshes "
+                     "are not simulated yet, so it cannot be edited")
+
+
 def set_shape_parameters(geometry, params):
   """Writes RaiSim's Vec<4> shape parameters into a URDF Geometry (validated)."""
-  names = SHAPE_PARAMETERS.get(geometry.shape)
-  if names is None:
-    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: its shape "
-                     "parameters cannot be set")
+  require_simulated(geometry)
+  names = SHAPE_PARAMETERS[geometry.shape]
   params = np.asarray(params, np.float64).reshape(-1)
   if params.size not in (len(names), 4):
     raise ValueError(f"argument 'params' must have {len(names)} (or 4) entries for a "

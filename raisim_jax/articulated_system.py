@@ -925,8 +925,8 @@ class ArticulatedSystem(Object):
 
   def setJointLimits(self, jointLimits):
     """(nv, 2) per dof, as getJointLimits returns: [lower, upper] for revolute / prismatic
-    dofs; {angle, NOT_USED} in a spherical joint's first dof row (angle > 0 caps the joint's
-    rotation angle: a cone limit; inf removes it; NOT_USED and the joint's other rows are not
+    dofs; {angle, NOT_USED} in a spherical joint's first dof row (0 < angle < pi caps the
+    joint's rotation angle: a cone limit; inf removes it; NOT_USED and the joint's other rows are not
     read). A floating base takes no finite limits. The limits are hard stops solved with the
     contacts (dynamics/joint_limits.py); making a limit finite or infinite changes the
     problem's rows and recompiles the step."""
@@ -949,9 +949,9 @@ class ArticulatedSystem(Object):
         description.bodies[body].lower, description.bodies[body].upper = map(float, rows[0])
       elif jt == JOINT_SPHERICAL:
         angle = rows[0, 0]
-        if np.isnan(angle) or not angle > 0:
-          raise ValueError(f"argument 'jointLimits': the cone angle of spherical joint '{name}'"
-                           f" must be > 0 (inf: no limit), got {angle}")
+        if np.isnan(angle) or validation.cone_angle_problem(angle):
+          raise ValueError(f"argument 'jointLimits', spherical joint '{name}': "
+                           + validation.cone_angle_problem(np.nan_to_num(angle, nan=-1.0)))
         upper[c] = angle
         description.bodies[body].upper = float(angle)
       elif np.any(np.isfinite(rows)):
@@ -984,7 +984,9 @@ class ArticulatedSystem(Object):
     if isinstance(id_, (bool, np.bool_)) or not 0 <= int(id_) < len(geometries) or int(id_) != id_:
       raise ValueError(f"argument 'id' must be a collision body index < {len(geometries)}, "
                        f"got {id_}")
-    return geometries[int(id_)][1]
+    geometry = geometries[int(id_)][1]
+    articulated_collision.require_simulated(geometry)
+    return geometry
 
   def setCollisionBodyShapeParameters(self, id, params):  # noqa: A002 (RaiSim's name)
     """Shape parameters of collision body `id`: sphere {radius}, cylinder / capsule

@@ -61,6 +61,16 @@ def positive(value, name: str) -> float:
   return x
 
 
+def cone_angle_problem(angle) -> str:
+  """'' when `angle` is a valid spherical-joint cone limit (0 < angle < pi, or +inf for none),
+  else what is wrong with it (callers add the file / joint / argument)."""
+  angle = float(angle)
+  if angle == np.inf or 0.0 < angle < np.pi:
+    return ""
+  return (f"a spherical joint's cone angle must be in (0, pi) (inf: no limit; the rotation "
+          f"angle never exceeds pi), got {angle}")
+
+
 def non_negative(value, name: str) -> float:
   """A finite number >= 0."""
   x = float(value)

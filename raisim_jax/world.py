@@ -506,7 +506,17 @@ class World:
                                                          self._description.default_material))
 
   def setObjectMaterial(self, obj, material, localIdx=-1):
-    """Sets the contact material of an object's collision shapes (all, or shape localIdx)."""
+    """Sets the contact material of an object's collision shapes: all of them, or those of
+    local body `localIdx` (a single body's shape index; an articulated system's body index,
+    all of that body's collision bodies)."""
+    if isinstance(obj, ArticulatedSystem):
+      bodies = obj.getCollisionBodies()
+      if int(localIdx) >= 0:
+        obj._body(localIdx, "localIdx")
+        bodies = [b for b in bodies if b.localIdx == int(localIdx)]
+      for body in bodies:
+        body.setMaterial(material)
+      return True
     shapes = obj._description.shapes
     chosen = range(len(shapes)) if int(localIdx) < 0 else [int(localIdx)]
     for k in chosen:

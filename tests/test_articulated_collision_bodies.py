@@ -203,3 +203,22 @@ def test_allowed_number_of_internal_contacts_between_two_bodies():
   assert world._step._cache_size() == compiled
   with pytest.raises(ValueError, match="'count' must be an integer >= 1"):
     robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(0)
+
+
+def test_setObjectMaterial_on_a_system_and_mesh_collision_bodies_refuse_edits():
+  world = rj.World()
+  world.setMaterialPairProp("rubber", "default", 0.8, 0.0, 0.0)
+  robot = world.addArticulatedSystem(SLAB)
+  world.integrate()
+  assert world.setObjectMaterial(robot, "rubber", 0)
+  assert robot.getCollisionBody("slab/0").getMaterial() == "rubber"
+  with pytest.raises(ValueError, match="localIdx"):
+    world.setObjectMaterial(robot, "rubber", 3)
+  with_mesh = SLAB.replace('<box size="0.4 0.4 0.1"/>', '<mesh filename="slab.stl"/>')
+  with pytest.warns(UserWarning, match="collision meshes are not supported"):
+    meshy = world.addArticulatedSystem(with_mesh)
+    world.integrate()
+  with pytest.raises(ValueError, match="'slab/0' is a mesh: collision meshes are not simulated"):
+    meshy.getCollisionBody("slab/0").setMaterial("rubber")
+  with pytest.raises(ValueError, match="is a mesh"):
+    meshy.setCollisionBodyPositionOffset(0, [0, 0, 0.1])

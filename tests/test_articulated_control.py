@@ -2,6 +2,7 @@
 PD (and the explicit PD it outlasts), actuation and velocity limits, joint-limit hard stops,
 joint springs (revolute and spherical), and the integration schemes."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -350,7 +351,7 @@ def test_spherical_cone_limit_holds_against_a_torque_and_setJointLimits_moves_it
   for _ in range(300):
     world.integrate()
   assert _rotation_angle(robot.getGeneralizedCoordinate()) > 0.35
-  with pytest.raises(ValueError, match="cone angle of spherical joint 'ball'"):
+  with pytest.raises(ValueError, match="spherical joint 'ball'.*cone angle must be in"):
     robot.setJointLimits([[-0.1, np.inf], [-np.inf, np.inf], [-np.inf, np.inf]])
 
 
@@ -404,3 +405,33 @@ def test_spherical_springs_with_different_mounts_are_refused():
   robot.addSpring(rj.SpringElement(1, 5.0, [1.0, 0.0, 0.0, 0.0]))
   world.integrate()
   assert len(robot.getSprings()) == 1
+
+
+def test_gradient_with_a_cone_limit_and_a_hinge_limit_at_zero_is_finite_and_right():
+  """A spherical joint with a cone and a limited hinge below it at q = 0 (its neighbouring
+  coordinates all zero): the step's gradient w.r.t. gc is finite and matches central finite
+  differences (no limit active, so the step is smooth there)."""
+  urdf = SPHERICAL_PENDULUM.format(angle=0.5).replace("</robot>", """
+  <joint name="hinge" type="revolute"><parent link="rod"/><child link="tip"/>
+    <origin xyz="0 0 -1"/><axis xyz="0 1 0"/><limit lower="-1" upper="1"/></joint>
+  <link name="tip"><inertial><origin xyz="0 0 -0.5"/><mass value="1.0"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+</robot>""")
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.setContactSolverDifferentiable(True)
+  robot = world.addArticulatedSystem(urdf)
+  robot.setGeneralizedCoordinate([np.cos(0.1), np.sin(0.1), 0.0, 0.0, 0.0])
+  model, state = world.compile()
+
+  def total(gc):
+    moved = state.replace(articulated=(state.articulated[0].replace(generalized_coordinate=gc),))
+    return jnp.sum(rj.step(model, moved).articulated[0].generalized_velocity)
+
+  gc0 = state.articulated[0].generalized_coordinate
+  grad = np.asarray(jax.jit(jax.grad(total))(gc0))
+  assert np.all(np.isfinite(grad))
+  value = jax.jit(total)
+  eps = 1e-6
+  fd = [(value(gc0.at[i].add(eps)) - value(gc0.at[i].add(-eps))) / (2 * eps) for i in range(5)]
+  np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)

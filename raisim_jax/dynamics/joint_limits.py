@@ -113,10 +113,14 @@ def limit_rows(model, state, free_velocities, dt):
   zero = jnp.zeros_like(direction)
   vector = jnp.stack([direction, zero, zero], axis=-1)
   if cone.any():
-    quaternion_index = np.minimum(coordinate[:, None] + np.arange(4), gc.shape[0] - 1)
-    cone_gap, cone_vector = jax.vmap(_cone_row)(gc[quaternion_index], upper)
-    gap = jnp.where(cone, cone_gap, gap)
-    vector = jnp.where(cone[:, None], cone_vector, vector)
+    # Only the cone rows' coordinates go through the quaternion math: a revolute row's
+    # neighbouring coordinates can be all zero, whose atan2 / norm would put NaN into the
+    # gradient even behind a where.
+    rows = np.nonzero(cone)[0]
+    quaternion_index = coordinate[rows][:, None] + np.arange(4)
+    cone_gap, cone_vector = jax.vmap(_cone_row)(gc[quaternion_index], upper[rows])
+    gap = gap.at[rows].set(cone_gap)
+    vector = vector.at[rows].set(cone_vector)
   columns = limit_columns(limits) + gv_start[system][:, None]
   gv = jnp.concatenate([s.generalized_velocity for s in state.articulated])
   gv_free = jnp.concatenate(free_velocities)

@@ -11,6 +11,7 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import validation
 from raisim_jax.io.articulated_description import (
     JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription)
@@ -135,6 +136,8 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
     elif jtype[i] == JOINT_SPHERICAL:
       spring[o:o + 4] = (np.ravel(b.spring_mount)[:4] if b.spring_mount is not None
                          and np.size(b.spring_mount) >= 4 else [1.0, 0.0, 0.0, 0.0])
+      if validation.cone_angle_problem(b.upper):
+        raise ValueError(f"joint '{b.joint_name}': {validation.cone_angle_problem(b.upper)}")
       upper[o] = b.upper  # cone angle (RaiSim's spherical limit {angle, NOT_USED})
     elif jtype[i] == JOINT_FLOATING:
       spring[o + 3] = 1.0

@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import numpy as np
 from lxml import etree
 
+from raisim_jax import validation
 from raisim_jax.io.articulated_description import (
     JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription, BodyDescription, FrameDescription, Geometry, Inertial, JointSpec,
@@ -231,9 +232,9 @@ def _parse_joint(ctx, el) -> JointSpec:
     joint.effort_limit = _float(ctx, limit_el, what, "effort", default=np.inf)
   if type_name == "continuous":
     joint.lower, joint.upper = -np.inf, np.inf
-  if joint.type == JOINT_SPHERICAL and np.isfinite(joint.upper) and not joint.upper > 0:
-    raise ctx.error(what, limit_el.sourceline, "a spherical joint's <limit upper> is its cone "
-                    f"angle and must be > 0, got {joint.upper}")
+  if joint.type == JOINT_SPHERICAL and validation.cone_angle_problem(joint.upper):
+    raise ctx.error(what, limit_el.sourceline, "<limit upper>: "
+                    + validation.cone_angle_problem(joint.upper))
   dyn_el = el.find("dynamics")
   if dyn_el is not None:
     joint.damping = _float(ctx, dyn_el, what, "damping", default=0.0)

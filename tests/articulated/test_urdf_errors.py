@@ -136,5 +136,15 @@ def test_spherical_joint_cone_angle_must_be_positive():
       <limit upper="-0.2"/></joint>
     <link name="b"><inertial><mass value="1"/>
     <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>"""
-  with pytest.raises(ValueError, match=r"joint 'ball'.*line 4.*cone angle and must be > 0"):
+  with pytest.raises(ValueError, match=r"joint 'ball'.*line 4.*cone angle must be in \(0, pi\)"):
     load_urdf(urdf)
+  with pytest.raises(ValueError, match=r"joint 'ball'.*line 4.*cone angle must be in \(0, pi\)"):
+    load_urdf(urdf.replace('upper="-0.2"', 'upper="3.5"'))
+
+
+def test_child_spherical_cone_angle_is_checked_at_compile():
+  ball = Child(name="ball_link", joint=ChildJoint(name="ball", type="spherical", upper=0.0),
+               body=ChildBody(mass=1.0, inertia=np.eye(3)))
+  base = Child(name="base", joint=ChildJoint(name="fix"), child=[ball])
+  with pytest.raises(ValueError, match=r"joint 'ball'.*cone angle must be in \(0, pi\)"):
+    compile_articulated(description_from_child(base, fixed_base=True))
