@@ -35,7 +35,11 @@ STEPS = 100
 def measure(model, state, batch, steps=STEPS):
   """(env-steps/s, compile seconds) of `steps` steps of `batch` standing robots."""
   states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
-  run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
+  if batch == 1:   # one world: no vmap (under vmap every cond is a select, see below)
+    states = state
+    run = jax.jit(lambda s: rj.rollout(model, s, steps)[0])
+  else:
+    run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
   start = time.perf_counter()
   run(states).time.block_until_ready()
   compile_seconds = time.perf_counter() - start
@@ -45,6 +49,29 @@ def measure(model, state, batch, steps=STEPS):
     run(states).time.block_until_ready()
     best = min(best, time.perf_counter() - start)
   return batch * steps / best, compile_seconds
+
+
+def detection_share(model, state, batch):
+  """(detection ms, step ms) per call of integrate1 and of the whole step (vmapped for a
+  batch > 1): how much of one step collision detection takes (best of 5 after compiling).
+  Under vmap the narrowphase's per-chunk conds become selects, so every candidate pair slot
+  is evaluated in every world: detection's share grows with the batch (issue #12's
+  batch-wide compaction is the remedy)."""
+  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
+  if batch == 1:
+    states = state
+  out = []
+  for fn in (rj.integrate1, rj.step):
+    one = lambda s, fn=fn: fn(model, s)
+    run = jax.jit(one if batch == 1 else jax.vmap(one))
+    run(states).time.block_until_ready()
+    best = float("inf")
+    for _ in range(5):
+      start = time.perf_counter()
+      run(states).time.block_until_ready()
+      best = min(best, time.perf_counter() - start)
+    out.append(1e3 * best)
+  return tuple(out)
 
 
 def mujoco_setup(robot_name):
@@ -125,6 +152,10 @@ def main():
       theirs = measure_mujoco(setup, batch)
       row.update(mujoco_c=theirs, ratio=ours / theirs)
       line += f" | MuJoCo C 2 threads {theirs:12,.0f} | ratio {ours / theirs:.3f}"
+    if batch in (1, 256):
+      detect_ms, step_ms = detection_share(model, state, batch)
+      row.update(detection_ms=detect_ms, step_ms=step_ms)
+      line += f" | detection {detect_ms:.2f} of {step_ms:.2f} ms per step call"
     print(line, flush=True)
     rows.append(row)
   if args.json:
