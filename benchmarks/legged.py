@@ -32,22 +32,32 @@ from tests.legged import scenarios  # noqa: E402
 STEPS = 100
 
 
+def _compiled(fn, state, batch):
+  """(jitted fn, its input): fn on one state for batch 1 (no vmap: under vmap every cond is a
+  select), vmapped over `batch` copies otherwise."""
+  if batch == 1:
+    return jax.jit(fn), state
+  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
+  return jax.jit(jax.vmap(fn)), states
+
+
+def _timed(run, inputs, repeats):
+  """(seconds of the first call (compile included), best seconds of `repeats` later calls)."""
+  start = time.perf_counter()
+  run(inputs).time.block_until_ready()
+  first = time.perf_counter() - start
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    run(inputs).time.block_until_ready()
+    best = min(best, time.perf_counter() - start)
+  return first, best
+
+
 def measure(model, state, batch, steps=STEPS):
   """(env-steps/s, compile seconds) of `steps` steps of `batch` standing robots."""
-  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
-  if batch == 1:   # one world: no vmap (under vmap every cond is a select, see below)
-    states = state
-    run = jax.jit(lambda s: rj.rollout(model, s, steps)[0])
-  else:
-    run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
-  start = time.perf_counter()
-  run(states).time.block_until_ready()
-  compile_seconds = time.perf_counter() - start
-  best = float("inf")
-  for _ in range(3):
-    start = time.perf_counter()
-    run(states).time.block_until_ready()
-    best = min(best, time.perf_counter() - start)
+  run, inputs = _compiled(lambda s: rj.rollout(model, s, steps)[0], state, batch)
+  compile_seconds, best = _timed(run, inputs, 3)
   return batch * steps / best, compile_seconds
 
 
@@ -57,20 +67,10 @@ def detection_share(model, state, batch):
   Under vmap the narrowphase's per-chunk conds become selects, so every candidate pair slot
   is evaluated in every world: detection's share grows with the batch (issue #12's
   batch-wide compaction is the remedy)."""
-  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
-  if batch == 1:
-    states = state
   out = []
   for fn in (rj.integrate1, rj.step):
-    one = lambda s, fn=fn: fn(model, s)
-    run = jax.jit(one if batch == 1 else jax.vmap(one))
-    run(states).time.block_until_ready()
-    best = float("inf")
-    for _ in range(5):
-      start = time.perf_counter()
-      run(states).time.block_until_ready()
-      best = min(best, time.perf_counter() - start)
-    out.append(1e3 * best)
+    run, inputs = _compiled(lambda s, fn=fn: fn(model, s), state, batch)
+    out.append(1e3 * _timed(run, inputs, 5)[1])
   return tuple(out)
 
 

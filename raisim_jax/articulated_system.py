@@ -884,7 +884,6 @@ class ArticulatedSystem(Object):
       raise ValueError(f"argument 'spring' must be a SpringElement, got {type(spring).__name__}")
     if spring._owner is not None:
       raise ValueError("argument 'spring': this SpringElement was already added to a system")
-    joint_springs.check_spring(self._entry.description, spring)
     self._entry.springs.append(spring)
     spring._owner = self
     try:
@@ -900,7 +899,8 @@ class ArticulatedSystem(Object):
     return list(self._entry.springs)
 
   def _springs_changed(self):
-    """Re-projects the URDF springs plus the added ones into the stiffness / mount leaves."""
+    """Checks every added spring and re-projects the URDF springs plus the added ones into
+    the stiffness / mount leaves."""
     for spring in self._entry.springs:
       joint_springs.check_spring(self._entry.description, spring)
     urdf_springs = compile_articulated(self._entry.description, jnp.float64)

@@ -182,11 +182,12 @@ def collision_model(description, dtype, names, warn=True):
     index = np.asarray([m[0] for m in members], np.int32)
     count = len(members)
     points = min(narrowphase.num_points(type_a, type_b), max_points)
-    limit = []
+    limit, any_internal = [], False
     for _, a, b in members:
       owner_a = internal_limit.get(shape_body[a])
       owner_b = internal_limit.get(shape_body[b])
       internal = owner_a is not None and owner_b is not None and owner_a[0] == owner_b[0]
+      any_internal |= internal
       limit.append(min(points, owner_a[1]) if internal else points)
     if broadphase_type == BroadphaseType.None_:
       capacity = count
@@ -196,7 +197,8 @@ def collision_model(description, dtype, names, warn=True):
         shape_a=jnp.asarray([m[1] for m in members], jnp.int32),
         shape_b=jnp.asarray([m[2] for m in members], jnp.int32),
         pair_index=jnp.asarray(index), point_limit=jnp.asarray(limit, jnp.int32),
-        type_a=type_a, type_b=type_b, capacity=capacity, points=points))
+        type_a=type_a, type_b=type_b, capacity=capacity, points=points,
+        limited=any_internal and points > 1))
   capacity = description.contact_capacity
   if capacity is None:
     capacity = _default_contact_capacity(groups, num_shapes)

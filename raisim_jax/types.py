@@ -122,6 +122,8 @@ class PairGroup:
     point_limit: (P,) int32 contacts kept per pair (the deepest first): `points`, or for a
       pair of two bodies of one articulated system its
       setAllowedNumberOfInternalContactsBetweenTwoBodies count (RaiSim's default 1).
+    limited: static, some pair of the group is internal to a system and `points` > 1, so
+      detection ranks points by depth against `point_limit` (other groups skip that work).
   """
   shape_a: jax.Array
   shape_b: jax.Array
@@ -131,6 +133,7 @@ class PairGroup:
   type_b: int = static_field()
   capacity: int = static_field()
   points: int = static_field()
+  limited: bool = static_field(default=False)
 
 
 @dataclass

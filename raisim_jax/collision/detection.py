@@ -164,7 +164,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
                                 sizes[sb], rotations[sb], positions[sb])
     k = group.points
     valid = points.valid & selected_valid[:, None]
-    if k > 1:
+    if group.limited:
       valid &= _depth_rank(points.depth, valid) < group.point_limit[selected][:, None]
     key = (group.pair_index[selected][:, None] * KEY_STRIDE
            + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
