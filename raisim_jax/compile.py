@@ -73,7 +73,7 @@ def material_table(description: WorldDescription, names):
 
 
 def _default_contact_capacity(groups, num_shapes):
-  total = sum(g.capacity * g.points for g in groups)
+  total = sum(int(g.shape_a.shape[0]) * g.points for g in groups)
   return int(min(total, max(16, 8 * num_shapes)))
 
 
@@ -180,7 +180,6 @@ def collision_model(description, dtype, names, warn=True):
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():
     index = np.asarray([m[0] for m in members], np.int32)
-    count = len(members)
     points = min(narrowphase.num_points(type_a, type_b), max_points)
     limit, any_internal = [], False
     for _, a, b in members:
@@ -189,15 +188,11 @@ def collision_model(description, dtype, names, warn=True):
       internal = owner_a is not None and owner_b is not None and owner_a[0] == owner_b[0]
       any_internal |= internal
       limit.append(min(points, owner_a[1]) if internal else points)
-    if broadphase_type == BroadphaseType.None_:
-      capacity = count
-    else:
-      capacity = int(min(count, max(16, 4 * num_shapes)))
     groups.append(PairGroup(
         shape_a=jnp.asarray([m[1] for m in members], jnp.int32),
         shape_b=jnp.asarray([m[2] for m in members], jnp.int32),
         pair_index=jnp.asarray(index), point_limit=jnp.asarray(limit, jnp.int32),
-        type_a=type_a, type_b=type_b, capacity=capacity, points=points,
+        type_a=type_a, type_b=type_b, points=points,
         limited=any_internal and points > 1))
   capacity = description.contact_capacity
   if capacity is None:

@@ -116,7 +116,6 @@ class PairGroup:
     shape_a, shape_b: (P,) int32 shape indices.
     pair_index: (P,) int32 index of each pair in the world's pair list (warm-start key).
     type_a, type_b: static ShapeType codes.
-    capacity: static number of pairs that survive the broadphase per step (<= P).
     points: static contact slots per pair (min of the pair's manifold size and
       maxContactsPerPair).
     point_limit: (P,) int32 contacts kept per pair (the deepest first): `points`, or for a
@@ -131,7 +130,6 @@ class PairGroup:
   point_limit: jax.Array
   type_a: int = static_field()
   type_b: int = static_field()
-  capacity: int = static_field()
   points: int = static_field()
   limited: bool = static_field(default=False)
 

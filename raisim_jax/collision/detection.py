@@ -1,9 +1,9 @@
 """Collision detection inside the step: shape poses -> AABBs -> broadphase -> per-group
 narrowphase -> a compacted, fixed-capacity contact buffer.
 
-Capacities (static, set at compile time; exceeding one sets `Contacts.overflow`):
-- each PairGroup keeps at most `capacity` broadphase survivors per step;
-- the contact buffer holds `CollisionModel.contact_capacity` contacts.
+The narrowphase runs only on the broadphase survivors of each pair group, in one world and
+under vmap alike (batched_cond.masked_map). The contact buffer holds
+`CollisionModel.contact_capacity` contacts (static; exceeding it sets `Contacts.overflow`).
 Contacts are ordered by (type group, pair, point): deterministic, so warm starts and solver
 sweeps are reproducible.
 """
@@ -12,12 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import batched_cond
 from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shapes
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
 from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
 
 KEY_STRIDE = 8  # points per pair in a warm-start key (maxContactsPerPair <= 8)
+NARROWPHASE_CHUNK = 4  # candidate pairs per narrowphase chunk (skipped when no survivor)
 
 
 def shape_world_poses(model: Model, state: State):
@@ -62,37 +64,6 @@ def _filter_passes(shape_model, body_type, body_of_shape, a, b):
   moving = ((body_type[body_of_shape[a]] == BodyType.DYNAMIC)
             | (body_type[body_of_shape[b]] == BodyType.DYNAMIC))
   return a_accepts_b & b_accepts_a & moving
-
-
-NARROWPHASE_CHUNK = 4  # pairs per narrowphase chunk (skipped as a whole when empty)
-
-
-def _collide_in_chunks(collide_pair, count, *arrays):
-  """vmap of `collide_pair` over the compacted pair slots, in chunks of NARROWPHASE_CHUNK
-  (a lax.map, so the narrowphase is compiled once); chunks past the survivor `count` return
-  zeros (invalid points) without evaluating the narrowphase."""
-  capacity = arrays[0].shape[0]
-  chunk = min(NARROWPHASE_CHUNK, capacity)
-  num_chunks = -(-capacity // chunk)
-  padded = num_chunks * chunk
-
-  def reshape(x):
-    x = jnp.concatenate([x, jnp.repeat(x[:1], padded - capacity, axis=0)]) if padded > capacity else x
-    return x.reshape((num_chunks, chunk) + x.shape[1:])
-
-  def evaluate(c):
-    return jax.vmap(collide_pair)(*c)
-
-  empty = jax.eval_shape(evaluate, tuple(reshape(x)[0] for x in arrays))
-
-  def one_chunk(inputs):
-    start, c = inputs
-    return jax.lax.cond(count > start, evaluate,
-                        lambda _: jax.tree.map(lambda e: jnp.zeros(e.shape, e.dtype), empty), c)
-
-  starts = jnp.arange(num_chunks, dtype=count.dtype) * chunk
-  out = jax.lax.map(one_chunk, (starts, tuple(reshape(x) for x in arrays)))
-  return jax.tree.map(lambda x: x.reshape((padded,) + x.shape[2:])[:capacity], out)
 
 
 def contact_frame(normal):
@@ -147,32 +118,27 @@ def detect_contacts(model: Model, state: State) -> Contacts:
         collision, aabb_lo, aabb_hi, a, b,
         None if sap_hits is None else sap_hits[group.pair_index], unbounded)
     candidate &= _filter_passes(shape_model, body_types, body_of_shape, a, b)
-    count = jnp.sum(candidate)
-    overflow |= count > group.capacity
-    # Survivors first, then the narrowphase chunk by chunk: a chunk with no survivor is
-    # skipped (for one world; under vmap cond is a select and every chunk is computed).
-    (selected,) = jnp.nonzero(candidate, size=group.capacity, fill_value=0)
-    selected_valid = jnp.arange(group.capacity) < count
-    sa, sb = a[selected], b[selected]
 
     def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
       return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
                                  size_b, rot_b, pos_b, max_points=group.points,
                                  margin=collision.margin)
 
-    points = _collide_in_chunks(collide_pair, count, sizes[sa], rotations[sa], positions[sa],
-                                sizes[sb], rotations[sb], positions[sb])
+    # Only the broadphase survivors are evaluated, also under vmap (batched_cond).
+    points = batched_cond.masked_map(collide_pair, candidate, sizes[a], rotations[a],
+                                     positions[a], sizes[b], rotations[b], positions[b],
+                                     chunk=NARROWPHASE_CHUNK)
     k = group.points
-    valid = points.valid & selected_valid[:, None]
+    valid = points.valid & candidate[:, None]
     if group.limited:
-      valid &= _depth_rank(points.depth, valid) < group.point_limit[selected][:, None]
-    key = (group.pair_index[selected][:, None] * KEY_STRIDE
+      valid &= _depth_rank(points.depth, valid) < group.point_limit[:, None]
+    key = (group.pair_index[:, None] * KEY_STRIDE
            + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
     slot_fields.append(dict(
         valid=valid,
         position=points.position, normal=points.normal, depth=points.depth,
-        shape_a=jnp.broadcast_to(sa[:, None], (sa.shape[0], k)),
-        shape_b=jnp.broadcast_to(sb[:, None], (sb.shape[0], k)),
+        shape_a=jnp.broadcast_to(a[:, None], (a.shape[0], k)),
+        shape_b=jnp.broadcast_to(b[:, None], (b.shape[0], k)),
         key=key))
 
   capacity = collision.contact_capacity

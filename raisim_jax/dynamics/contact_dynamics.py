@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import batched_cond
 from raisim_jax.collision import collision_bodies
 from raisim_jax.dynamics import (articulated_integrate, contact_solver, jacobian, joint_limits,
                                  system_groups)
@@ -54,6 +55,7 @@ from raisim_jax.types import Contacts, Model, State
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
 ROW_PIN = 2
+ROW_CHUNK = 8  # solver rows per chunk of a differentiable sweep (skipped past the active rows)
 
 
 @dataclass
@@ -391,30 +393,39 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     change = jnp.maximum(change, jnp.max(jnp.abs(delta)))
     return carry_velocity, impulses.at[i].set(new), change
 
-  def visit(carry, i):
-    # Inactive rows are skipped (a real skip for one world; a select under vmap).
-    return jax.lax.cond(row_active[i], visit_active, lambda c, _: c, carry, i), None
-
-  order = jnp.arange(rows)
-  if model.solver.reverse_order:
-    order = order[::-1]
-  # Active rows first (contacts are already compacted; limit rows are not), so the
-  # early-exit path visits only [0, num_active).
+  # Active rows first (contacts are already compacted; limit rows are not): a sweep visits
+  # positions [0, num_active) of this order, i.e. the active rows in index order.
   num_active = jnp.sum(row_active.astype(jnp.int32))
   (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
 
+  def row_at(k):
+    position = num_active - 1 - k if model.solver.reverse_order else k
+    return active_order[jnp.clip(position, 0, rows - 1)]
+
+  def visit_position(inner, k):
+    new = visit_active(inner, row_at(k))
+    return jax.tree.map(lambda n, o: jnp.where(k < num_active, n, o), new, inner), None
+
+  positions = np.arange(-(-rows // ROW_CHUNK) * ROW_CHUNK, dtype=np.int32).reshape(-1, ROW_CHUNK)
+
   def sweep(carry):
+    """One sweep with a fixed trip count (reverse-mode differentiable): chunks of ROW_CHUNK
+    positions, a chunk past the active rows skipped (under vmap: past every world's)."""
     carry_velocity, impulses, _, iterations = carry
+
+    def chunk(inner, ks):
+      return batched_cond.run_where(
+          ks[0] < num_active, lambda c: jax.lax.scan(visit_position, c, ks)[0], inner), None
+
     (carry_velocity, impulses, change), _ = jax.lax.scan(
-        visit, (carry_velocity, impulses, jnp.zeros((), dtype)), order)
+        chunk, (carry_velocity, impulses, jnp.zeros((), dtype)), jnp.asarray(positions))
     return carry_velocity, impulses, change, iterations + 1
 
   def sweep_active(carry):
     carry_velocity, impulses, _, iterations = carry
 
     def body(k, inner):
-      position = num_active - 1 - k if model.solver.reverse_order else k
-      return visit_active(inner, active_order[position])
+      return visit_active(inner, row_at(k))
 
     carry_velocity, impulses, change = jax.lax.fori_loop(
         0, num_active, body, (carry_velocity, impulses, jnp.zeros((), dtype)))
@@ -431,9 +442,9 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   if not rows:
     impulses, iterations = impulse0, jnp.zeros((), jnp.int32)
   elif model.solver.differentiable:
-    # Fixed trip count, converged sweeps skipped by cond: reverse-mode differentiable.
+    # Fixed trip count, converged sweeps skipped (under vmap: once every world converged).
     def iterate(carry, _):
-      return jax.lax.cond(unconverged(carry), sweep, lambda c: c, carry), None
+      return batched_cond.run_where(unconverged(carry), sweep, carry), None
 
     (carry_velocity, impulses, _, iterations), _ = jax.lax.scan(
         iterate, start, None, length=max_iterations)

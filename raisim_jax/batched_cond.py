@@ -1,0 +1,95 @@
+"""Conditional work that stays skipped under `jax.vmap`.
+
+For one world, `lax.cond` skips the branch not taken: the narrowphase of pairs the
+broadphase rejected, contact rows that are empty, solver sweeps after convergence. Under
+`vmap` a cond with a batched predicate becomes a `select` that computes both branches in
+every world, so a batch of standing robots paid the narrowphase of every candidate pair.
+
+The helpers here decide on `any_world(predicate)`: the predicate of one world when not
+batched, and "true in some world of the batch" under `vmap` (a `custom_vmap` reduction over
+the batch axis, applied again for each nested vmap). The cond's predicate is then unbatched,
+so it stays a real cond: the branch runs for the whole batch only when some world needs it,
+and `run_where` keeps the other worlds' values, so a batched run equals the per-world runs.
+
+Derivatives: `any_world` is only ever applied to boolean predicates (no tangent); the conds
+are ordinary `lax.cond`s, differentiable in forward and reverse mode and in every order of
+`vmap` and `grad` (a batched-predicate cond would wrap its operands in `stop_gradient`,
+which reverse mode cannot transpose when the cond sits on a tangent path).
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+
+@custom_vmap
+def any_world(predicate):
+  """() bool: `predicate` for one world; under vmap, whether it holds in any world."""
+  return predicate
+
+
+@any_world.def_vmap
+def _any_over_batch(axis_size, in_batched, predicate):
+  del axis_size
+  if in_batched[0]:
+    predicate = jnp.any(predicate, axis=0)
+  return any_world(predicate), False
+
+
+def run_where(predicate, fn, operand):
+  """`fn(operand)` where the () bool `predicate` holds, `operand` elsewhere (per world).
+
+  `fn` runs (for every world of a batch) only when `any_world(predicate)`; the worlds whose
+  predicate is False keep `operand` exactly. `fn` must return a pytree like `operand`."""
+  def branch(x):
+    y = fn(x)
+    return jax.tree.map(lambda new, old: jnp.where(predicate, new, old), y, x)
+
+  return jax.lax.cond(any_world(predicate), branch, lambda x: x, operand)
+
+
+def masked_map(fn, mask, *args, chunk=4):
+  """`vmap(fn)(*args)` on the rows where `mask` (R,) holds; zeros elsewhere.
+
+  The survivors are compacted first, then evaluated `chunk` rows at a time in a `lax.map`;
+  a chunk is skipped when no world of the batch has a survivor in it, so the cost is the
+  batch size times the largest survivor count, not times R.
+
+  Args:
+    fn: function of one row of each argument, returning a pytree of arrays.
+    mask: (R,) bool.
+    *args: arrays with leading axis R.
+    chunk: static rows per chunk.
+
+  Returns:
+    fn's output pytree stacked over the R rows (rows off the mask are zero / False).
+  """
+  mask = jnp.asarray(mask)
+  args = tuple(jnp.asarray(a) for a in args)
+  rows = mask.shape[0]
+  chunk = max(1, min(chunk, rows))
+  trips = -(-rows // chunk)
+  count = jnp.sum(mask.astype(jnp.int32))
+  (index,) = jnp.nonzero(mask, size=trips * chunk, fill_value=0)
+  one = jax.eval_shape(fn, *(a[0] for a in args))
+  empty = jax.tree.map(lambda e: jnp.zeros((chunk,) + e.shape, e.dtype), one)
+
+  def one_chunk(inputs):
+    start, slots = inputs
+    live = count > start
+    return jax.lax.cond(any_world(live),
+                        lambda s: jax.vmap(fn)(*(a[s] for a in args)),
+                        lambda _: empty, slots)
+
+  starts = jnp.arange(trips, dtype=jnp.int32) * chunk
+  result = jax.lax.map(one_chunk, (starts, index.reshape(trips, chunk)))
+  # Back to row order by a gather (reverse mode transposes it to a scatter-add): row r is
+  # compacted slot (number of survivors before r).
+  slot = jnp.maximum(jnp.cumsum(mask.astype(jnp.int32)) - 1, 0)
+
+  def unpack(r):
+    r = r.reshape((trips * chunk,) + r.shape[2:])[slot]
+    keep = mask.reshape((rows,) + (1,) * (r.ndim - 1))
+    return jnp.where(keep, r, jnp.zeros((), r.dtype))
+
+  return jax.tree.map(unpack, result)
