@@ -83,6 +83,7 @@ class Geometry:
   material: str = ""          # contact material name (<material><contact name=.../>) if any
   name: str = ""              # RaiSim collision body name "LINK/INDEX"
   link: str = ""              # link the shape was declared in
+  sourceline: Optional[int] = None  # line of its URDF element, for error messages
 
 
 @dataclasses.dataclass

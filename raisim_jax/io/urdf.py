@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 from lxml import etree
 
 from raisim_jax import validation
+from raisim_jax.io import number_checks
 from raisim_jax.io.articulated_description import (
     JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription, BodyDescription, FrameDescription, Geometry, Inertial, JointSpec,
@@ -76,16 +78,21 @@ def _floats(ctx, el, what, attr, count, default=None):
   return np.asarray(values, dtype=float)
 
 
-def _float(ctx, el, what, attr, default=None):
+def _float(ctx, el, what, attr, default=None, allow_infinite=False):
+  """One number attribute; NaN is never accepted, +-inf only with `allow_infinite` (a limit
+  that is absent)."""
   if el is None or el.get(attr) is None:
     if default is None:
       raise ctx.error(what, getattr(el, "sourceline", None), f"missing attribute '{attr}'")
     return float(default)
   raw = el.get(attr)
   try:
-    return float(raw)
+    value = float(raw)
   except ValueError:
     raise ctx.error(what, el.sourceline, f"malformed number {attr}=\"{raw}\"") from None
+  if np.isnan(value) or (np.isinf(value) and not allow_infinite):
+    raise ctx.error(what, el.sourceline, f"non-finite number {attr}=\"{raw}\"")
+  return value
 
 
 def _origin(ctx, parent_el, what):
@@ -104,7 +111,7 @@ def _geometry(ctx, el, what, base_dir, res_path):
     raise ctx.error(what, el.sourceline, "missing <geometry>")
   shape_el = [c for c in geom_el if isinstance(c.tag, str)][0]
   tag = shape_el.tag
-  g = Geometry(shape=tag, pos=pos, rot=rot)
+  g = Geometry(shape=tag, pos=pos, rot=rot, sourceline=shape_el.sourceline)
   if tag == "box":
     g.size = _floats(ctx, shape_el, what, "size", 3)
   elif tag == "sphere":
@@ -170,8 +177,6 @@ def _parse_link(ctx, el, base_dir, res_path) -> LinkSpec:
     pos, rot = _origin(ctx, inertial_el, what)
     mass_el = inertial_el.find("mass")
     mass = _float(ctx, mass_el, what, "value", default=0.0) if mass_el is not None else 0.0
-    if mass < 0:
-      raise ctx.error(what, mass_el.sourceline, f"negative mass {mass}")
     in_el = inertial_el.find("inertia")
     inertia = np.zeros((3, 3))
     if in_el is not None:
@@ -180,14 +185,7 @@ def _parse_link(ctx, el, base_dir, res_path) -> LinkSpec:
       inertia = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
                           [vals["ixy"], vals["iyy"], vals["iyz"]],
                           [vals["ixz"], vals["iyz"], vals["izz"]]])
-      if not np.allclose(inertia, inertia.T):
-        raise ctx.error(what, in_el.sourceline, "inertia is not symmetric")
-      eig = np.linalg.eigvalsh(inertia)
-      # Real files (laikago) carry a zero inertia with positive mass: positive *semi*-definite
-      # is accepted, a negative eigenvalue is not.
-      if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
-        raise ctx.error(what, in_el.sourceline,
-                        f"inertia is not positive definite (eigenvalues {eig})")
+    # Ranges (mass >= 0, positive semi-definite inertia) are checked in build_description.
     # inertia given in the inertial frame: re-express in the link frame.
     link.inertial = Inertial(mass=mass, com=pos, inertia=rot @ inertia @ rot.T)
   for i, c in enumerate(el.findall("collision")):
@@ -226,11 +224,19 @@ def _parse_joint(ctx, el) -> JointSpec:
     joint.axis = axis / n if n > 0 else np.array([1.0, 0.0, 0.0])
   limit_el = el.find("limit")
   if limit_el is not None:
-    joint.lower = _float(ctx, limit_el, what, "lower", default=-np.inf)
-    joint.upper = _float(ctx, limit_el, what, "upper", default=np.inf)
-    joint.velocity_limit = _float(ctx, limit_el, what, "velocity", default=np.inf)
-    joint.effort_limit = _float(ctx, limit_el, what, "effort", default=np.inf)
+    joint.lower = _float(ctx, limit_el, what, "lower", default=-np.inf, allow_infinite=True)
+    joint.upper = _float(ctx, limit_el, what, "upper", default=np.inf, allow_infinite=True)
+    joint.velocity_limit = _float(ctx, limit_el, what, "velocity", default=np.inf,
+                                  allow_infinite=True)
+    joint.effort_limit = _float(ctx, limit_el, what, "effort", default=np.inf,
+                                allow_infinite=True)
   if type_name == "continuous":
+    joint.lower, joint.upper = -np.inf, np.inf
+  if joint.type in (JOINT_REVOLUTE, JOINT_PRISMATIC) and joint.lower > joint.upper:
+    # Bullet's convention, used by files in pybullet_data: upper < lower means "no limit".
+    warnings.warn(f"{ctx.source}: {what} (line {limit_el.sourceline}): <limit> lower "
+                  f"{joint.lower} is above upper {joint.upper}; the joint is taken as unlimited "
+                  f"(Bullet's convention)", stacklevel=4)
     joint.lower, joint.upper = -np.inf, np.inf
   if joint.type == JOINT_SPHERICAL and validation.cone_angle_problem(joint.upper):
     raise ctx.error(what, limit_el.sourceline, "<limit upper>: "
@@ -359,6 +365,10 @@ def build_description(name, links: Sequence[LinkSpec], joints: Sequence[JointSpe
                       ) -> ArticulatedDescription:
   """Merge raw links/joints into movable bodies in RaiSim's joint order (see module doc)."""
   ctx = _Ctx(source)
+  for link in links:
+    number_checks.check_link(ctx, link)
+  for joint in joints:
+    number_checks.check_joint(ctx, joint)
   link_by_name = {}
   for l in links:
     if l.name in link_by_name:
@@ -480,6 +490,9 @@ def build_description(name, links: Sequence[LinkSpec], joints: Sequence[JointSpe
       g.name = f"{g.link}/{k}"
       counts[g.link] = k + 1
 
+  number_checks.check_moving_bodies_have_inertia(
+      ctx, bodies, {**{l.name: l.sourceline for l in links},
+                    **{j.name: j.sourceline for j in joints}})
   if joint_order is not None:
     bodies, frames = _reorder(ctx, bodies, frames, joint_order)
 
@@ -588,13 +601,8 @@ def description_from_child(root: Child, fixed_base: bool = False, name: str = ""
   links, joints = [], []
 
   def to_link(c: Child):
-    ctx = _Ctx("<Child>")
     mass = float(c.body.mass)
     inertia = np.asarray(c.body.inertia, float)
-    if mass < 0:
-      raise ctx.error(f"link '{c.name}'", None, f"negative mass {mass}")
-    if np.linalg.eigvalsh(inertia).min() < 0:
-      raise ctx.error(f"link '{c.name}'", None, "inertia is not positive definite")
     cols = [dataclasses.replace(g, link=c.name) for g in c.body.collisions]
     vis = [dataclasses.replace(g, link=c.name) for g in c.body.visuals]
     return LinkSpec(name=c.name, inertial=Inertial(mass, np.asarray(c.body.com, float), inertia),

@@ -24,8 +24,8 @@ BAD = [
     (urdf(LINK.format("a"), joint("j1", "a", "missing")), r"<string>: joint 'j1' \(line 4\).*child link 'missing'"),
     (urdf(LINK.format("a"), LINK.format("b"), joint("j1", "nope", "b")), r"joint 'j1' \(line 5\).*parent link 'nope'"),
     (urdf(LINK.format("a"), LINK.format("b"), joint("j1", "a", "b", "weird")), r"joint 'j1' \(line 5\).*unknown joint type 'weird'"),
-    (urdf('<link name="a"><inertial><mass value="-1"/></inertial></link>'), r"link 'a' \(line \d\).*negative mass"),
-    (urdf('<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="-1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'), r"link 'a' \(line 3\).*not positive definite"),
+    (urdf('<link name="a"><inertial><mass value="-1"/></inertial></link>'), r"link 'a' \(line \d\).*'<mass value>' must be non-negative, got -1"),
+    (urdf('<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="-1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'), r"link 'a' \(line 3\).*not positive semi-definite"),
     (urdf('<link name="a"><inertial><mass value="1x"/></inertial></link>'), r"link 'a' \(line 3\).*malformed number"),
     (urdf(LINK.format("a"), LINK.format("b")), r"link 'b' \(line 4\).*two root links"),
     (urdf(LINK.format("a"), LINK.format("b"), LINK.format("c"), joint("j1", "a", "b"), joint("j2", "c", "b")), r"joint 'j2' \(line 7\).*already has parent"),
@@ -148,3 +148,98 @@ def test_child_spherical_cone_angle_is_checked_at_compile():
   base = Child(name="base", joint=ChildJoint(name="fix"), child=[ball])
   with pytest.raises(ValueError, match=r"joint 'ball'.*cone angle must be in \(0, pi\)"):
     compile_articulated(description_from_child(base, fixed_base=True))
+
+
+# ---- numbers read from a file go through the setters' checks (issue #9, item 6) ------------
+
+INERTIA = '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+
+
+def arm(link_b='<link name="b"><inertial><mass value="1"/>' + INERTIA + '</inertial>'
+               '<collision><geometry><sphere radius="0.1"/></geometry></collision></link>',
+        joint_extra="", link_a_mass="1", inertia=INERTIA):
+  """A fixed-base one-joint arm; pieces replaced to plant one bad number."""
+  return urdf('<link name="world"/>',
+              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
+              f'<link name="a"><inertial><mass value="{link_a_mass}"/>{inertia}</inertial></link>',
+              '<joint name="hinge" type="revolute"><parent link="a"/><child link="b"/>'
+              f'<axis xyz="0 1 0"/>{joint_extra}</joint>',
+              link_b)
+
+
+BAD_NUMBERS = [
+    (arm(link_a_mass="nan"), r"link 'a' \(line 5\).*non-finite number value=\"nan\""),
+    (arm(link_a_mass="inf"), r"link 'a' \(line 5\).*non-finite number value=\"inf\""),
+    (arm(inertia=INERTIA.replace('ixx="1"', 'ixx="nan"')), r"link 'a' \(line 5\).*non-finite number ixx"),
+    (arm(joint_extra='<dynamics damping="nan"/>'), r"joint 'hinge' \(line 6\).*non-finite number damping"),
+    (arm(joint_extra='<dynamics damping="-0.5"/>'), r"joint 'hinge' \(line 6\).*'<dynamics damping>' must be non-negative, got -0.5"),
+    (arm(joint_extra='<dynamics rotor_inertia="-0.1"/>'), r"joint 'hinge' \(line 6\).*'<dynamics rotor_inertia>' must be non-negative"),
+    (arm(joint_extra='<dynamics stiffness="-3"/>'), r"joint 'hinge' \(line 6\).*'<dynamics stiffness>' must be non-negative"),
+    (arm(joint_extra='<limit lower="nan" upper="1" effort="1" velocity="1"/>'), r"joint 'hinge' \(line 6\).*non-finite number lower"),
+    (arm(joint_extra='<limit lower="-1" upper="1" effort="-2" velocity="1"/>'), r"joint 'hinge' \(line 6\).*<limit effort> must be >= 0"),
+    (arm(link_b='<link name="b"><inertial><mass value="1"/>' + INERTIA + '</inertial><collision>'
+                '<geometry><sphere radius="-0.1"/></geometry></collision></link>'),
+     r"link 'b' <collision> <sphere> \(line 7\).*'radius' must be positive, got -0.1"),
+    (arm(link_b='<link name="b"><inertial><mass value="1"/>' + INERTIA + '</inertial><collision>'
+                '<geometry><sphere radius="nan"/></geometry></collision></link>'),
+     r"link 'b' <collision> \(line 7\).*non-finite number radius"),
+    (arm(link_b='<link name="b"><inertial><mass value="1"/>' + INERTIA + '</inertial><collision>'
+                '<geometry><box size="0.1 0 0.1"/></geometry></collision></link>'),
+     r"<box> \(line 7\).*'size' must be positive, got 0"),
+    (arm(link_b='<link name="b"><collision><geometry><sphere radius="0.1"/></geometry>'
+                '</collision></link>'),
+     r"joint 'hinge' \(line 6\): moves link 'b', but that link and everything it carries have "
+     r"no mass.*give the link an <inertial> or make the joint fixed"),
+    (urdf('<link name="base"/>'), r"link 'base' \(line 3\): the floating base .* no mass"),
+]
+
+
+@pytest.mark.parametrize("text,pattern", BAD_NUMBERS)
+def test_bad_numbers_in_a_urdf_name_the_element_and_line(text, pattern, tmp_path):
+  with pytest.raises(ValueError, match=pattern):
+    load_urdf(text)
+  path = tmp_path / "robot.urdf"
+  path.write_text(text)
+  with pytest.raises(ValueError, match=str(path)):
+    load_urdf(str(path))
+
+
+def test_massless_link_that_carries_mass_or_rotor_inertia_loads():
+  # An intermediate link with no <inertial> whose child has mass: the joint moves mass.
+  text = urdf('<link name="world"/>',
+              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
+              '<link name="a"/>',
+              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
+              '<axis xyz="0 1 0"/></joint>',
+              '<link name="b"/>',
+              '<joint name="j2" type="revolute"><parent link="b"/><child link="c"/>'
+              '<axis xyz="0 1 0"/></joint>',
+              '<link name="c"><inertial><mass value="1"/>' + INERTIA + '</inertial></link>')
+  assert load_urdf(text).dof == 2
+  # A massless leaf driven through a rotor (rotor_inertia > 0) has a regular mass matrix.
+  rotor = arm(link_b='<link name="b"/>', joint_extra='<dynamics rotor_inertia="0.01"/>')
+  assert load_urdf(rotor).dof == 1
+
+
+def test_limit_lower_above_upper_is_bullets_no_limit_with_a_warning():
+  with pytest.warns(UserWarning, match=r"joint 'hinge' \(line 6\).*taken as unlimited"):
+    d = load_urdf(arm(joint_extra='<limit lower="1" upper="-1" effort="1" velocity="1"/>'))
+  assert d.bodies[1].lower == -np.inf and d.bodies[1].upper == np.inf
+
+
+def test_child_numbers_get_the_same_checks():
+  def build(**joint):
+    leaf = Child(name="leaf", joint=ChildJoint(name="hinge", type="revolute", axis=(0, 1, 0),
+                                               **joint),
+                 body=ChildBody(mass=1.0, inertia=np.eye(3)))
+    return description_from_child(Child(name="base", joint=ChildJoint(name="fix"), child=[leaf]),
+                                  fixed_base=True)
+  with pytest.raises(ValueError, match=r"<Child>: joint 'hinge'.*damping>' must be non-negative"):
+    build(damping=-1.0)
+  with pytest.raises(ValueError, match=r"<Child>: joint 'hinge'.*rotor_inertia>' must be non-negative"):
+    build(rotor_inertia=float("nan"))
+  with pytest.raises(ValueError, match=r"<Child>: joint 'hinge'.*lower 1.0 is above upper -1.0"):
+    build(lower=1.0, upper=-1.0)
+  bad_mass = Child(name="base", body=ChildBody(mass=float("nan"), inertia=np.eye(3)))
+  with pytest.raises(ValueError, match=r"<Child>: link 'base'.*<mass value>' must be non-negative"):
+    description_from_child(bad_mass)
