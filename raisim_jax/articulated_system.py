@@ -245,11 +245,14 @@ class ArticulatedSystem(Object):
     return _np(self._state().generalized_acceleration)
 
   def setGeneralizedCoordinate(self, jointState):
+    """Sets gc; quaternions (floating base, spherical joints) are normalised, a zero one
+    raises."""
     gc = validation.vector(jointState, self.getGeneralizedCoordinateDim(), "jointState")
+    gc = _normalized_quaternions(self._model(), gc, "jointState")
     self._world._write_articulated_state(self, generalized_coordinate=gc)
 
   def setGeneralizedVelocity(self, jointVel):
-    gv = validation.vector(jointVel, self.getDOF(), "jointVel")
+    gv = validation.velocity(jointVel, self.getDOF(), "jointVel")
     self._world._write_articulated_state(self, generalized_velocity=gv)
 
   def setGeneralizedForce(self, tau):
@@ -350,8 +353,10 @@ class ArticulatedSystem(Object):
     return self.getGeneralizedCoordinate(), self.getGeneralizedVelocity()
 
   def setState(self, genco, genvel):
-    gc = validation.vector(genco, self.getGeneralizedCoordinateDim(), "genco")
-    gv = validation.vector(genvel, self.getDOF(), "genvel")
+    gc = _normalized_quaternions(
+        self._model(), validation.vector(genco, self.getGeneralizedCoordinateDim(), "genco"),
+        "genco")
+    gv = validation.velocity(genvel, self.getDOF(), "genvel")
     self._world._write_articulated_state(self, generalized_coordinate=gc,
                                          generalized_velocity=gv)
 

@@ -119,19 +119,20 @@ class SingleBodyObject(Object):
   def setVelocity(self, *args):
     """setVelocity(linear, angular) or setVelocity(dx, dy, dz, wx, wy, wz), world frame."""
     if len(args) == 2:
-      linear = validation.vector(args[0], 3, "linearVelocity")
-      angular = validation.vector(args[1], 3, "angularVelocity")
+      linear = validation.velocity(args[0], 3, "linearVelocity")
+      angular = validation.velocity(args[1], 3, "angularVelocity")
     else:
-      values = validation.vector(args, 6, "velocity")
+      values = validation.velocity(args, 6, "velocity")
       linear, angular = values[:3], values[3:]
     self._set_body_state(linear_velocity=linear, angular_velocity=angular)
 
   def setLinearVelocity(self, linear_velocity):
-    self._set_body_state(linear_velocity=validation.vector(linear_velocity, 3, "linearVelocity"))
+    self._set_body_state(linear_velocity=validation.velocity(linear_velocity, 3,
+                                                             "linearVelocity"))
 
   def setAngularVelocity(self, angular_velocity):
     self._set_body_state(
-        angular_velocity=validation.vector(angular_velocity, 3, "angularVelocity"))
+        angular_velocity=validation.velocity(angular_velocity, 3, "angularVelocity"))
 
   # ---- inertia --------------------------------------------------------------------------
   def getMass(self, localIdx: int = 0) -> float:

@@ -6,6 +6,12 @@ Each raises ValueError naming the argument and the bad value before anything is 
 import numpy as np
 
 UNIT_QUATERNION_TOLERANCE = 1e-6
+# Speeds (m/s, rad/s) beyond this are no motion a rigid-body simulation can represent: their
+# squares (kinetic energy, Coriolis terms) overflow float32 from about 1.8e19 on.
+MAX_SPEED = 1e8
+# Time steps above this (s) are accepted, as RaiSim does, with a warning: contacts, PD and
+# integrators are built for steps of 1e-4 .. 1e-2 s.
+LARGE_TIME_STEP = 0.05
 
 
 def vector(value, length: int, name: str, allow_infinite: bool = False) -> np.ndarray:
@@ -21,6 +27,16 @@ def vector(value, length: int, name: str, allow_infinite: bool = False) -> np.nd
     raise ValueError(f"argument '{name}' must not contain NaN, got {array}")
   if not allow_infinite and not np.all(np.isfinite(array)):
     raise ValueError(f"argument '{name}' must be finite, got {array}")
+  return array
+
+
+def velocity(value, length: int, name: str) -> np.ndarray:
+  """`vector(value, length, name)` whose entries are at most MAX_SPEED in magnitude."""
+  array = vector(value, length, name)
+  if np.any(np.abs(array) > MAX_SPEED):
+    raise ValueError(f"argument '{name}' has a speed of {np.abs(array).max():.3g}, beyond "
+                     f"{MAX_SPEED:.0e} (m/s or rad/s): no physical motion; its square would "
+                     f"overflow the simulation")
   return array
 
 

@@ -6,6 +6,7 @@ state or a physical parameter writes new leaves and reuses the compiled step.
 """
 
 import copy
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +42,9 @@ def COLLISION(index: int) -> int:
 def _material_properties(friction, restitution, threshold, static_friction, static_velocity):
   friction = validation.non_negative(friction, "friction")
   restitution = validation.non_negative(restitution, "restitution")
+  if restitution > 1.0:
+    warnings.warn(f"restitution {restitution} > 1: every bounce adds energy (RaiSim accepts "
+                  f"it; a physical material has 0 <= restitution <= 1)", stacklevel=3)
   threshold = validation.non_negative(threshold, "resThreshold")
   if (static_friction is None) != (static_velocity is None):
     raise ValueError("arguments 'staticFriction' and 'staticFrictionThresholdVelocity' must be "
@@ -433,6 +437,10 @@ class World:
 
   def setTimeStep(self, dt):
     dt = validation.positive(dt, "dt")
+    if dt > validation.LARGE_TIME_STEP:
+      warnings.warn(f"setTimeStep({dt}): a time step above {validation.LARGE_TIME_STEP} s "
+                    f"makes contacts, PD control and integration inaccurate or unstable "
+                    f"(RaiSim accepts it; typical steps are 1e-4 .. 1e-2 s)", stacklevel=2)
     self._description.time_step = dt
     if not self._dirty:
       self._model = self._model.replace(time_step=jnp.asarray(dt, self._dtype))
