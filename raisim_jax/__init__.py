@@ -22,11 +22,12 @@ from raisim_jax.objects import Transformation as Transformation
 from raisim_jax.articulated_system import ArticulatedSystemOption as ArticulatedSystemOption
 from raisim_jax.joint_springs import SpringElement as SpringElement
 from raisim_jax.world import COLLISION as COLLISION
+from raisim_jax.world import DivergenceError as DivergenceError
 from raisim_jax.world import World as World
 
 __all__ = [
     "compile_world", "step", "integrate1", "integrate2", "rollout",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
-    "World", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
+    "World", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
 ]

@@ -275,7 +275,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
                 articulated=tuple(_articulated_state(entry, dtype)
                                   for entry in description.articulated),
                 joint_limits=joint_limits.empty_joint_limit_state(model.joint_limits, dtype),
-                pins=pins.empty_pin_state(model.pins, dtype))
+                pins=pins.empty_pin_state(model.pins, dtype),
+                finite=jnp.ones((), bool))
   return model, state
 
 

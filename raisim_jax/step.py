@@ -86,7 +86,13 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
   systems = system_groups.map_systems(
       end_of_step, model.articulated, state.articulated, terms, solution.generalized_velocity,
       solution.generalized_displacement)
+  bodies = state.bodies
+  finite = all_finite([position, bodies.quaternion, bodies.linear_velocity,
+                       bodies.angular_velocity]
+                      + [x for s in systems for x in (s.generalized_coordinate,
+                                                      s.generalized_velocity)])
   return state.replace(
+      finite=state.finite & finite,
       bodies=state.bodies.replace(position=position, external_force=zeros,
                                   external_torque=zeros),
       contacts=solution.contacts,
@@ -97,6 +103,11 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
                     else state.joint_limits),
       pins=solution.pins if solution.pins is not None else state.pins,
   )
+
+
+def all_finite(arrays) -> jax.Array:
+  """() bool: every entry of every array is finite."""
+  return jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in arrays] or [True]))
 
 
 def step(model: Model, state: State, control: Control | None = None) -> State:

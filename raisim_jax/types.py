@@ -317,6 +317,8 @@ class State:
     articulated: tuple of ArticulatedState, one per articulated system.
     joint_limits: JointLimitState of the last step (rows of Model.joint_limits).
     pins: PinState of the last step (rows of Model.pins).
+    finite: () bool, every pose and velocity stayed finite; sticky: False from the step that
+      produced a NaN or inf on (per world under vmap; the OO layer raises DivergenceError).
   """
   bodies: SingleBodyState
   contacts: Contacts
@@ -325,6 +327,7 @@ class State:
   articulated: tuple = ()
   joint_limits: "JointLimitState" = None
   pins: "PinState" = None
+  finite: jax.Array = None
 
 
 @dataclass

@@ -79,6 +79,11 @@ _BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body", "com": "com_body
                      "body_type": "body_type"}
 
 
+class DivergenceError(RuntimeError):
+  """A step made the world's state non-finite (NaN or inf); the world keeps the state before
+  that step."""
+
+
 class World:
   """A RaiSim world: objects, gravity, time step and time, stepped by the pure core.
 
@@ -462,22 +467,58 @@ class World:
   def integrate(self):
     """integrate1() then integrate2(): one time step."""
     self._ensure_compiled()
-    self._set_state(self._step(self._model, self._state))
+    self._accept_step(self._step(self._model, self._state), "integrate")
 
   def integrate1(self):
     """Collision detection for the current configuration."""
     self._ensure_compiled()
-    self._set_state(self._integrate1(self._model, self._state))
+    self._accept_step(self._integrate1(self._model, self._state), "integrate1")
 
   def integrate2(self):
     """Contact solve and integration; advances the world time."""
     self._ensure_compiled()
-    self._set_state(self._integrate2(self._model, self._state))
+    self._accept_step(self._integrate2(self._model, self._state), "integrate2")
 
   def integrateNoContactDetection(self):
     """One step that skips collision detection (no contacts are solved)."""
     self._ensure_compiled()
-    self._set_state(self._step_no_contact_detection(self._model, self._state))
+    self._accept_step(self._step_no_contact_detection(self._model, self._state),
+                      "integrateNoContactDetection")
+
+  def _accept_step(self, new_state, call):
+    """Takes the stepped state, or raises DivergenceError (keeping the state before the
+    step) when a pose or velocity became non-finite; warns when the contact buffer
+    overflowed (contacts were dropped)."""
+    if not bool(new_state.finite):
+      culprits = self._non_finite_objects(new_state)
+      raise DivergenceError(
+          f"World.{call}(): the state became non-finite in the step from world time "
+          f"{float(self._state.time):.6g} s (object{'s' if len(culprits) > 1 else ''} "
+          f"{', '.join(culprits) or 'unknown'}); the world keeps the state before that step. "
+          f"Typical causes: a time step too large for the stiffness (PD gains, springs), "
+          f"huge forces, or overlapping bodies pushed apart violently")
+    if bool(new_state.contacts.overflow) and not bool(self._state.contacts.overflow):
+      warnings.warn(
+          f"World.{call}(): at world time {float(new_state.time):.6g} s more contacts were "
+          f"found than the contact buffer holds ({new_state.contacts.active.shape[0]}); the "
+          f"extra ones were dropped, so bodies may sink or pass through each other. Raise it "
+          f"with World.setContactCapacity(n)", stacklevel=3)
+    self._set_state(new_state)
+
+  def _non_finite_objects(self, state):
+    """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
+    names = []
+    b = state.bodies
+    for row, obj in enumerate(self._single_objects()):
+      values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
+                b.angular_velocity[row]]
+      if not all(np.all(np.isfinite(np.asarray(v))) for v in values):
+        names.append(f"'{obj.getName()}' (index {obj.getIndexInWorld()})")
+    for obj, system in zip(self._articulated_objects(), state.articulated):
+      if not (np.all(np.isfinite(np.asarray(system.generalized_coordinate)))
+              and np.all(np.isfinite(np.asarray(system.generalized_velocity)))):
+        names.append(f"'{obj.getName()}' (index {obj.getIndexInWorld()})")
+    return names
 
   # ---- materials ----------------------------------------------------------------------------
   def _materials_changed(self):

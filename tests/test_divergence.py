@@ -1,0 +1,66 @@
+"""Divergence and dropped contacts are reported (issue #9 item 8): the State carries a per-world
+`finite` flag, the OO layer raises DivergenceError naming the object and keeps the state before
+the bad step, a batch's other worlds are untouched, and a contact-buffer overflow warns."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+
+
+def _two_balls():
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.setGravity([0, 0, 0])
+  calm = world.addSphere(0.1, 1.0)
+  calm.setName("calm")
+  wild = world.addSphere(0.1, 1.0)
+  wild.setName("wild")
+  calm.setPosition(0, 0, 1)
+  wild.setPosition(5, 0, 1)
+  return world, calm, wild
+
+
+def test_non_finite_step_raises_naming_the_object_and_keeps_the_state():
+  world, calm, wild = _two_balls()
+  world.integrate()
+  wild.setMass(1e-10)
+  wild.setExternalForce(0, [1e300, 0.0, 0.0])       # finite, but 1e310 m/s^2 overflows
+  before = wild.getPosition().copy()
+  with pytest.raises(rj.DivergenceError, match=r"World.integrate\(\): the state became "
+                                               r"non-finite .*object 'wild' \(index 1\)"):
+    world.integrate()
+  np.testing.assert_array_equal(wild.getPosition(), before)
+  np.testing.assert_allclose(world.getWorldTime(), 1e-3)
+  wild.setMass(1.0)
+  world.integrate()            # the pending force (the state before the step) is kept: finite now
+  assert np.all(np.isfinite(wild.getPosition())) and wild.getPosition()[0] > before[0]
+
+
+def test_finite_flag_is_per_world_in_a_batch_and_sticky():
+  world, calm, wild = _two_balls()
+  model, state = world.compile()
+  force = jnp.zeros((4, 2, 3)).at[2, 1, 0].set(jnp.nan)   # world 2's ball 'wild' gets NaN
+  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (4,) + x.shape), state)
+  states = states.replace(bodies=states.bodies.replace(external_force=force))
+  states = jax.vmap(rj.step, in_axes=(None, 0))(model, states)
+  np.testing.assert_array_equal(states.finite, [True, True, False, True])
+  ok = np.asarray(states.bodies.position)[[0, 1, 3]]
+  assert np.all(np.isfinite(ok))
+  np.testing.assert_allclose(ok, np.broadcast_to(ok[0], ok.shape))
+  states = jax.vmap(rj.step, in_axes=(None, 0))(model, states)
+  np.testing.assert_array_equal(states.finite, [True, True, False, True])
+
+
+def test_contact_overflow_warns_with_the_fix():
+  world = rj.World()
+  world.addGround()
+  for k in range(6):
+    world.addBox(0.3, 0.3, 0.3, 1.0).setPosition(k, 0, 0.14)
+  world.setContactCapacity(8)
+  with pytest.warns(UserWarning, match=r"more contacts were found than the contact buffer "
+                                       r"holds \(8\).*setContactCapacity"):
+    world.integrate()
+  assert world.getContactOverflow()
