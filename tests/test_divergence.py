@@ -64,3 +64,34 @@ def test_contact_overflow_warns_with_the_fix():
                                        r"holds \(8\).*setContactCapacity"):
     world.integrate()
   assert world.getContactOverflow()
+
+
+_LINK = ('<link name="{}"><inertial><mass value="0.02"/><inertia ixx="0.02" iyy="0.02" '
+         'izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'
+         '<sphere radius="0.02"/></geometry></collision></link>')
+_HINGE = ('<joint name="{}" type="revolute"><parent link="l0"/><child link="{}"/>'
+          '<axis xyz="1 0 0"/></joint>')
+
+
+def test_a_contact_no_body_can_act_on_gives_no_nan():
+  """Found by tests/fuzz: two sibling links turning about one axis, with coincident spheres on
+  it, touch (they are not parent and child), but no motion changes their gap: the Delassus
+  block is zero. The contact is listed with zero impulse and the robot falls freely."""
+  text = ('<robot name="siblings">' + _LINK.format("l0") + _LINK.format("l1")
+          + _HINGE.format("j1", "l1") + _LINK.format("l2") + _HINGE.format("j2", "l2")
+          + '</robot>')
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  robot = world.addArticulatedSystem(text)
+  gc = robot.getGeneralizedCoordinate()
+  gc[2] = 1.0
+  robot.setGeneralizedCoordinate(gc)
+  world.integrate()
+  contacts = robot.getContacts()
+  assert len(contacts) == 2 and all(c.isSelfCollision() for c in contacts)  # one per body
+  for contact in contacts:
+    np.testing.assert_array_equal(contact.getImpulse(), np.zeros(3))
+  np.testing.assert_allclose(robot.getGeneralizedVelocity()[2], -9.81e-3, rtol=1e-9)
+  for _ in range(10):
+    world.integrate()
+  assert np.all(np.isfinite(robot.getGeneralizedCoordinate()))

@@ -82,6 +82,11 @@ class ContactSolution:
   generalized_displacement: tuple
 
 
+# Largest entry (m) of a contact row's relative Jacobian that counts as zero: round-off of a
+# cancellation between two lever arms of at most ~10 m (float32, float64).
+_IMMOBILE_JACOBIAN = {False: 1e-5, True: 1e-11}
+
+
 def _regularization(dtype):
   """Relative compliance added to articulated Delassus blocks (see solve_contacts)."""
   # Large enough that round-off along a null direction (~1e-16 of the block's scale) gives an
@@ -240,6 +245,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     delassus = frame @ mobility @ jnp.swapaxes(frame, -1, -2)
   else:
     delassus = jnp.zeros((rows, 3, 3), dtype)
+  single_mobility = jnp.trace(delassus, axis1=-2, axis2=-1)
 
   # Articulated part.
   has_systems = total_dofs > 0
@@ -281,6 +287,17 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
     delassus = delassus + (_regularization(dtype) * trace)[:, None, None] * jnp.eye(3, dtype=dtype)
     generalized_start = jnp.concatenate([s.generalized_velocity for s in state.articulated])
     generalized_free = jnp.concatenate([t.free_velocity for t in terms])
+  # A contact that no body can act on (two links turning about the same axis through the
+  # contact point, a link against a static body along a locked direction): both sides move
+  # alike, the relative Jacobian vanishes up to round-off and its block is zero. No impulse
+  # can change it, so it is left out of the solve and the position correction (its block
+  # would be inverted).
+  immobile = single_mobility <= 0.0
+  if has_systems:
+    immobile &= jnp.max(jnp.abs(jac), axis=(1, 2)) <= _IMMOBILE_JACOBIAN[jnp.finfo(dtype).bits > 32]
+  immobile &= kind == ROW_CONTACT
+  row_active = row_active & ~immobile
+  active_c = active_c & ~immobile[:capacity]
   eye = jnp.eye(3, dtype=dtype)
   delassus = jnp.where(row_active[:, None, None], delassus, eye)
   if num_limits:
