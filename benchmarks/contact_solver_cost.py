@@ -101,7 +101,7 @@ def main():
                  'scan': batched_solver(model, state, True)}
       for mode, scenario, kick in (('while', 'settled', 0.0), ('while', 'kicked', 0.05),
                                    ('scan', 'kicked', 0.05)):
-        paid_sweeps = model.solver.max_iterations if mode == 'scan' else None
+        paid_sweeps = int(model.solver.max_iterations) if mode == 'scan' else None
         seconds, sweeps, paid = bench(solvers[mode], velocity, a.batch, kick, paid_sweeps)
         per_world = seconds / a.batch * 1e6
         print(f'{dtype_name} boxes={boxes} contacts={contacts:2d} {mode:5s} {scenario:7s}: '

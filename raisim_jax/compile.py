@@ -72,6 +72,32 @@ def material_table(description: WorldDescription, names):
   return table
 
 
+def iteration_capacity(max_iterations):
+  """Static length of the differentiable solver's sweep scan: 150 * 2^k >= max_iterations,
+  so maxIter edits up to it reuse the compiled step."""
+  capacity = 150
+  while capacity < int(max_iterations):
+    capacity *= 2
+  return capacity
+
+
+def with_solver_settings(model, **settings):
+  """`model` with SolverModel fields replaced; `max_iterations` and `reverse_order` become
+  their int32 leaves (and `max_iterations` grows `iteration_capacity` when it must), floats
+  keep the model's dtype."""
+  solver = model.solver
+  if "max_iterations" in settings:
+    count = int(settings["max_iterations"])
+    settings["max_iterations"] = jnp.asarray(count, jnp.int32)
+    settings["iteration_capacity"] = max(solver.iteration_capacity, iteration_capacity(count))
+  if "reverse_order" in settings:
+    settings["reverse_order"] = jnp.asarray(int(bool(settings["reverse_order"])), jnp.int32)
+  for name in ("threshold", "erp"):
+    if name in settings:
+      settings[name] = jnp.asarray(settings[name], solver.threshold.dtype)
+  return model.replace(solver=solver.replace(**settings))
+
+
 def _default_contact_capacity(groups, num_shapes):
   total = sum(int(g.shape_a.shape[0]) * g.points for g in groups)
   return int(min(total, max(16, 8 * num_shapes)))
@@ -247,10 +273,11 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       collision=collision,
       solver=SolverModel(
           threshold=jnp.asarray(solver.threshold, dtype),
-          erp=jnp.asarray(solver.erp, dtype), erp2=jnp.asarray(solver.erp2, dtype),
+          erp=jnp.asarray(solver.erp, dtype),
           pair_table=jnp.asarray(material_table(description, names), dtype),
-          max_iterations=int(solver.max_iterations),
-          reverse_order=bool(solver.reverse_order),
+          max_iterations=jnp.asarray(int(solver.max_iterations), jnp.int32),
+          reverse_order=jnp.asarray(int(bool(solver.reverse_order)), jnp.int32),
+          iteration_capacity=iteration_capacity(solver.max_iterations),
           differentiable=bool(solver.differentiable)),
       gravity=jnp.asarray(description.gravity, dtype),
       time_step=jnp.asarray(description.time_step, dtype),

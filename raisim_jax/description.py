@@ -105,7 +105,6 @@ class SolverSettings:
   max_iterations: int = 150
   threshold: float = 1e-8
   erp: float = 0.2
-  erp2: float = 0.0
   reverse_order: bool = False
   differentiable: bool = True
 

@@ -174,11 +174,13 @@ class SolverModel:
     threshold: () early-exit tolerance on the largest impulse change of a sweep.
     erp: () error-reduction fraction: each step removes erp * depth of a penetration, at the
       position level (no velocity is added).
-    erp2: () kept for API compatibility (RaiSim's damping-like ERP term).
     pair_table: (nm, nm, 5) material pair properties [mu, restitution, restitution
       threshold, static mu, static-friction velocity threshold].
-    max_iterations: static sweep count limit (RaiSim default 150).
-    reverse_order: static; sweep the contacts last to first.
+    max_iterations: () int32 sweep count limit (RaiSim default 150); a leaf, so changing it
+      reuses the compiled step as long as it stays <= iteration_capacity.
+    reverse_order: () int32, 1 sweeps the contacts last to first (a leaf).
+    iteration_capacity: static length of the differentiable solver's sweep scan (sweeps past
+      max_iterations or after convergence are skipped); 150 * 2^k >= max_iterations.
     differentiable: static; True (default) runs a fixed-length scan whose converged sweeps
       are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
       over the active slots once the threshold is met (much faster under vmap, where cond
@@ -186,10 +188,10 @@ class SolverModel:
   """
   threshold: jax.Array
   erp: jax.Array
-  erp2: jax.Array
   pair_table: jax.Array
-  max_iterations: int = static_field(default=150)
-  reverse_order: bool = static_field(default=False)
+  max_iterations: jax.Array
+  reverse_order: jax.Array
+  iteration_capacity: int = static_field(default=150)
   differentiable: bool = static_field(default=True)
 
 

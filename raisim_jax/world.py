@@ -17,7 +17,7 @@ from raisim_jax.articulated_system import ArticulatedSystem, ArticulatedSystemOp
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import (collision_model, compile_world, material_names, material_table,
-                                resolve_dtype)
+                                resolve_dtype, with_solver_settings)
 from raisim_jax.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
@@ -603,33 +603,36 @@ class World:
 
   # ---- contact solver and detection settings -------------------------------------------------
   def setERP(self, erp, erp2=0.0):
-    """Error-reduction rate of penetrations (erp * depth / dt); erp2 kept for the API."""
+    """Error-reduction rate: each step removes erp * depth of a penetration at the position
+    level (no velocity is added; default 0.2). erp2 (RaiSim's velocity-level term) is not
+    supported: a non-zero erp2 raises."""
+    if float(erp2) != 0.0:
+      raise ValueError(f"setERP: argument 'erp2' = {erp2} is not supported (raisim_jax "
+                       f"corrects penetration at the position level only); pass erp2=0")
     self._description.solver.erp = validation.non_negative(erp, "erp")
-    self._description.solver.erp2 = float(erp2)
-    if not self._dirty:
-      self._model = self._model.replace(solver=self._model.solver.replace(
-          erp=jnp.asarray(self._description.solver.erp, self._dtype),
-          erp2=jnp.asarray(float(erp2), self._dtype)))
+    self._solver_settings_changed(erp=self._description.solver.erp)
 
   def setContactSolverParam(self, alpha_init, alpha_min, alpha_decay, maxIter, threshold):
-    """maxIter and threshold of the contact solver (the alphas are ignored, as in RaiSim)."""
+    """maxIter and threshold of the contact solver (the alphas are ignored, as in RaiSim).
+    Both are Model leaves: no recompile while maxIter <= the compiled iteration capacity
+    (150, 300, 600, ...)."""
     max_iterations = int(maxIter)
     if max_iterations < 1:
       raise ValueError(f"argument 'maxIter' must be >= 1, got {maxIter}")
     solver = self._description.solver
     solver.max_iterations = max_iterations
     solver.threshold = validation.non_negative(threshold, "threshold")
-    if not self._dirty:
-      self._model = self._model.replace(solver=self._model.solver.replace(
-          max_iterations=max_iterations, threshold=jnp.asarray(solver.threshold, self._dtype)))
+    self._solver_settings_changed(max_iterations=max_iterations, threshold=solver.threshold)
 
   def setContactSolverIterationOrder(self, order):
     """Fixes the sweep order. This solver is always deterministic; `order` True sweeps the
-    contacts first to last, False last to first."""
+    contacts first to last, False last to first (a Model leaf: no recompile)."""
     self._description.solver.reverse_order = not bool(order)
+    self._solver_settings_changed(reverse_order=self._description.solver.reverse_order)
+
+  def _solver_settings_changed(self, **settings):
     if not self._dirty:
-      self._model = self._model.replace(solver=self._model.solver.replace(
-          reverse_order=self._description.solver.reverse_order))
+      self._model = with_solver_settings(self._model, **settings)
 
   def setContactSolverDifferentiable(self, flag):
     """True (default): the solver runs a fixed-length scan so jax.grad (reverse mode) works

@@ -145,11 +145,11 @@ def test_contact_solver_settings():
   world.integrate()
   assert world.getContactSolverIterations() == 3
   model, _ = world.compile()
-  assert model.solver.max_iterations == 3
+  assert int(model.solver.max_iterations) == 3
   world.setContactSolverIterationOrder(False)
   world.setERP(0.5)
   model, _ = world.compile()
-  assert model.solver.reverse_order and float(model.solver.erp) == 0.5
+  assert int(model.solver.reverse_order) == 1 and float(model.solver.erp) == 0.5
   world.setContactSolverParam(1.0, 1.0, 1.0, 150, 1e-8)
   world.integrate()
   assert 1 <= world.getContactSolverIterations() <= 150

@@ -416,7 +416,7 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
 
   def row_at(k):
-    position = num_active - 1 - k if model.solver.reverse_order else k
+    position = jnp.where(model.solver.reverse_order > 0, num_active - 1 - k, k)
     return active_order[jnp.clip(position, 0, rows - 1)]
 
   def visit_position(inner, k):
@@ -461,10 +461,11 @@ def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocit
   elif model.solver.differentiable:
     # Fixed trip count, converged sweeps skipped (under vmap: once every world converged).
     def iterate(carry, _):
-      return batched_cond.run_where(unconverged(carry), sweep, carry), None
+      return batched_cond.run_where(unconverged(carry) & (carry[3] < max_iterations), sweep,
+                                    carry), None
 
     (carry_velocity, impulses, _, iterations), _ = jax.lax.scan(
-        iterate, start, None, length=max_iterations)
+        iterate, start, None, length=model.solver.iteration_capacity)
   else:
     # Early exit that also pays off under vmap (the batch stops when every world converged).
     (carry_velocity, impulses, _, iterations) = jax.lax.while_loop(

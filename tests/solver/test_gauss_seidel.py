@@ -17,6 +17,7 @@ import pytest
 
 import raisim_jax as rj
 from raisim_jax.collision import collision_bodies, detection
+from raisim_jax import compile as compile_lib
 from raisim_jax.dynamics import articulated_integrate, contact_dynamics, kinematics
 from raisim_jax.dynamics import contact_solver as cs
 from raisim_jax.dynamics import single_body
@@ -128,7 +129,7 @@ def problem(world):
 
 
 def with_solver(model, **settings):
-  return model.replace(solver=model.solver.replace(**settings))
+  return compile_lib.with_solver_settings(model, **settings)
 
 
 _solve = jax.jit(contact_dynamics.solve_contacts)
