@@ -31,7 +31,7 @@ from raisim_jax.dynamics import crba, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                       JOINT_SPHERICAL)
-from raisim_jax.math import quaternion
+from raisim_jax.math import quaternion, safe
 from raisim_jax.struct import dataclass
 from raisim_jax.types import IntegrationScheme
 
@@ -45,11 +45,11 @@ def integrate_configuration(model, gc, gv, dt):
       out = out.at[o].add(dt * gv[v])
     elif jt == JOINT_SPHERICAL:
       q = quaternion.multiply(quaternion.exp_map(dt * gv[v:v + 3]), gc[o:o + 4])
-      out = out.at[o:o + 4].set(quaternion.normalize(q))
+      out = out.at[o:o + 4].set(safe.normalize(q))
     elif jt == JOINT_FLOATING:
       out = out.at[o:o + 3].add(dt * gv[v:v + 3])
       q = quaternion.multiply(quaternion.exp_map(dt * gv[v + 3:v + 6]), gc[o + 3:o + 7])
-      out = out.at[o + 3:o + 7].set(quaternion.normalize(q))
+      out = out.at[o + 3:o + 7].set(safe.normalize(q))
   return out
 
 
@@ -63,14 +63,14 @@ def configuration_difference(model, gc_from, gc_to):
     if jt in (JOINT_REVOLUTE, JOINT_PRISMATIC):
       out = out.at[v].set(gc_to[o] - gc_from[o])
     elif jt == JOINT_SPHERICAL:
-      rotation = quaternion.multiply(quaternion.normalize(gc_to[o:o + 4]),
-                                     quaternion.conjugate(quaternion.normalize(gc_from[o:o + 4])))
+      rotation = quaternion.multiply(safe.normalize(gc_to[o:o + 4]),
+                                     quaternion.conjugate(safe.normalize(gc_from[o:o + 4])))
       out = out.at[v:v + 3].set(quaternion.log_map(rotation))
     elif jt == JOINT_FLOATING:
       out = out.at[v:v + 3].set(gc_to[o:o + 3] - gc_from[o:o + 3])
       rotation = quaternion.multiply(
-          quaternion.normalize(gc_to[o + 3:o + 7]),
-          quaternion.conjugate(quaternion.normalize(gc_from[o + 3:o + 7])))
+          safe.normalize(gc_to[o + 3:o + 7]),
+          quaternion.conjugate(safe.normalize(gc_from[o + 3:o + 7])))
       out = out.at[v + 3:v + 6].set(quaternion.log_map(rotation))
   return out
 

@@ -17,7 +17,7 @@ import numpy as np
 from raisim_jax.dynamics import tree as tree_lib
 from raisim_jax.dynamics.tree import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
                                       JOINT_REVOLUTE, JOINT_SPHERICAL, ArticulatedModel)
-from raisim_jax.math import quaternion, spatial
+from raisim_jax.math import quaternion, safe, spatial
 from raisim_jax.math.rotation import skew
 from raisim_jax.struct import dataclass
 
@@ -72,10 +72,10 @@ def joint_transforms(model: ArticulatedModel, gc, bodies):
       trans = trans.at[rows].set(model.joint_axis[idx] * gc[offs][:, None])
     elif jt == JOINT_SPHERICAL:
       q = gc[offs[:, None] + np.arange(4)]
-      rot = rot.at[rows].set(quaternion.to_matrix(quaternion.normalize(q)))
+      rot = rot.at[rows].set(quaternion.to_matrix(safe.normalize(q)))
     elif jt == JOINT_FLOATING:
       q = gc[offs[:, None] + np.arange(3, 7)]
-      rot = rot.at[rows].set(quaternion.to_matrix(quaternion.normalize(q)))
+      rot = rot.at[rows].set(quaternion.to_matrix(safe.normalize(q)))
       trans = trans.at[rows].set(gc[offs[:, None] + np.arange(3)])
   return rot, trans
 

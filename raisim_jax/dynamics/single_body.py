@@ -124,7 +124,7 @@ def integrate_pose(model: Model, state: State, velocity: StepVelocity) -> State:
   static = (model.bodies.body_type == BodyType.STATIC)[:, None]
   increment = quat.cayley(dt * velocity.angular)
   position = s.position + dt * velocity.linear
-  quaternion = quat.normalize(quat.multiply(increment, s.quaternion))
+  quaternion = safe.normalize(quat.multiply(increment, s.quaternion))
   angular_end = quat.rotate(increment, velocity.angular + velocity.gyroscopic_correction)
   bodies = s.replace(
       position=jnp.where(static, s.position, position),

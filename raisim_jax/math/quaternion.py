@@ -26,11 +26,6 @@ def conjugate(q):
   return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
 
 
-def normalize(q):
-  """q / |q| for (..., 4) quaternions; gradient-safe at any non-zero q."""
-  return q / safe.norm(q, axis=-1, keepdims=True)
-
-
 def to_matrix(q):
   """Rotation matrix (..., 3, 3) of unit quaternions (..., 4) (w, x, y, z), body -> world."""
   w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
@@ -66,7 +61,7 @@ def from_matrix(rotation):
   best = jnp.argmax(pivots, axis=-1)[..., None]
   q = jnp.where(best == 0, cand_w, jnp.where(best == 1, cand_x, jnp.where(best == 2, cand_y, cand_z)))
   q = jnp.where(q[..., :1] < 0, -q, q)
-  return normalize(q)
+  return safe.normalize(q)
 
 
 def rotate(q, v):
@@ -106,17 +101,7 @@ def cayley(rotation_vector):
   the single-body integrator uses it (it conserves angular momentum exactly). Smooth everywhere.
   """
   q = jnp.concatenate([jnp.ones_like(rotation_vector[..., :1]), 0.5 * rotation_vector], axis=-1)
-  return normalize(q)
-
-
-def from_rpy(rpy):
-  """Quaternion of URDF roll-pitch-yaw (..., 3): R = Rz(yaw) Ry(pitch) Rx(roll)."""
-  roll, pitch, yaw = rpy[..., 0], rpy[..., 1], rpy[..., 2]
-  ex = jnp.zeros(rpy.shape[:-1] + (3,), rpy.dtype)
-  qx = from_axis_angle(ex.at[..., 0].set(1.0), roll)
-  qy = from_axis_angle(ex.at[..., 1].set(1.0), pitch)
-  qz = from_axis_angle(ex.at[..., 2].set(1.0), yaw)
-  return multiply(qz, multiply(qy, qx))
+  return safe.normalize(q)
 
 
 def log_map(q):

@@ -19,18 +19,6 @@ def rotate_inertia(rotation, inertia_body):
   return jnp.einsum("...ij,...jk,...lk->...il", rotation, inertia_body, rotation)
 
 
-def rpy_to_matrix(rpy):
-  """Rotation matrix of URDF roll-pitch-yaw: Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
-  cr, sr = jnp.cos(rpy[..., 0]), jnp.sin(rpy[..., 0])
-  cp, sp = jnp.cos(rpy[..., 1]), jnp.sin(rpy[..., 1])
-  cy, sy = jnp.cos(rpy[..., 2]), jnp.sin(rpy[..., 2])
-  return jnp.stack([
-      jnp.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1),
-      jnp.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1),
-      jnp.stack([-sp, cp * sr, cp * cr], -1),
-  ], axis=-2)
-
-
 def inverse3(matrix):
   """Inverse of (..., 3, 3) matrices by cofactors (much faster than a batched LAPACK call).
 
