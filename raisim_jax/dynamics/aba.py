@@ -5,6 +5,10 @@ inertias and bias forces are added to the parent without transforms. Each level 
 one depth) is processed at once; a level's joints are padded to its largest dof count (padded
 columns have S = 0 and a unit pivot), so mixed joint types share one batched solve.
 
+The per-level pivots D = S^T IA S (+ armature) are at most 6x6 (a floating base; spherical
+joints give 3x3, revolute/prismatic 1x1) and are inverted in closed form (`pivot_inverse`:
+a division, a 3x3 cofactor inverse, or two of them by blocks), not by a batched LAPACK call.
+
 Returns du/dt in RaiSim's convention (base linear acceleration = classical acceleration of the
 base origin, world frame; base angular acceleration world frame).
 """
@@ -16,7 +20,44 @@ import numpy as np
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics import tree as tree_lib
 from raisim_jax.dynamics import rnea
-from raisim_jax.math import spatial
+from raisim_jax.math import rotation, spatial
+
+
+def _pad_with_unit_pivots(d, size):
+  """(n, size, size): d (n, k, k) in the top-left corner, the identity elsewhere."""
+  n, k = d.shape[0], d.shape[-1]
+  eye = jnp.broadcast_to(jnp.eye(size, dtype=d.dtype), (n, size, size))
+  return eye.at[:, :k, :k].set(d)
+
+
+def pivot_inverse(d):
+  """Inverse of the (n, k, k) ABA pivots, k <= 6, in closed form.
+
+  k = 1: 1/d; k <= 3: cofactors of d padded to 3x3 with unit pivots; k <= 6: padded to 6x6
+  and inverted by 3x3 blocks [[A, B], [C, E]] with the Schur complement X = E - C A^-1 B:
+      [[A^-1 + A^-1 B X^-1 C A^-1, -A^-1 B X^-1], [-X^-1 C A^-1, X^-1]].
+  D is symmetric positive definite for any body with mass and inertia, so A and X are too.
+  An exactly singular pivot gives inf/NaN, as a LAPACK inverse would (not a finite value).
+  """
+  k = d.shape[-1]
+  if k == 0:
+    return d
+  if k == 1:
+    return 1.0 / d
+  if k <= 3:
+    return rotation.inverse3(_pad_with_unit_pivots(d, 3), singular_fallback=False)[:, :k, :k]
+  if k > 6:
+    raise ValueError(f"ABA pivots are at most 6x6 (a floating joint), got {k}x{k}")
+  m = _pad_with_unit_pivots(d, 6)
+  a, b, c, e = m[:, :3, :3], m[:, :3, 3:], m[:, 3:, :3], m[:, 3:, 3:]
+  a_inv = rotation.inverse3(a, singular_fallback=False)
+  a_inv_b = a_inv @ b
+  c_a_inv = c @ a_inv
+  x_inv = rotation.inverse3(e - c @ a_inv_b, singular_fallback=False)
+  top_right = -a_inv_b @ x_inv
+  top = jnp.concatenate([a_inv - top_right @ c_a_inv, top_right], axis=-1)
+  bottom = jnp.concatenate([-x_inv @ c_a_inv, x_inv], axis=-1)
+  return jnp.concatenate([top, bottom], axis=-2)[:, :k, :k]
 
 
 def aba_from_kinematics(model, kin, gv, tau, gravity, external_wrench=None, armature=None):
@@ -52,7 +93,7 @@ def aba_from_kinematics(model, kin, gv, tau, gravity, external_wrench=None, arma
     nd = table.shape[1]
     d = d + jax.vmap(jnp.diag)(arm_pad[table] + jnp.asarray(pad, dtype)) if nd else d
     u_vec = tau_pad[table] - jnp.einsum("nki,ni->nk", s_l, pa_l)
-    d_inv = jnp.linalg.inv(d) if nd else d
+    d_inv = pivot_inverse(d)
     saved[li] = (s_l, u_mat, d_inv, u_vec)
     if par[0] >= 0:
       ud = jnp.einsum("nik,nkl->nil", u_mat, d_inv)

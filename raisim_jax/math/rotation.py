@@ -19,11 +19,12 @@ def rotate_inertia(rotation, inertia_body):
   return jnp.einsum("...ij,...jk,...lk->...il", rotation, inertia_body, rotation)
 
 
-def inverse3(matrix):
+def inverse3(matrix, singular_fallback=True):
   """Inverse of (..., 3, 3) matrices by cofactors (much faster than a batched LAPACK call).
 
-  A zero determinant is replaced by 1, so singular input (e.g. a padded contact block) gives
-  the finite adjugate instead of inf/NaN."""
+  With `singular_fallback` (default), a zero determinant is replaced by 1, so singular input
+  (e.g. a padded contact block) gives the finite adjugate instead of inf/NaN. Without it,
+  singular input gives inf/NaN, as a LAPACK inverse does (for callers that must not hide it)."""
   m = matrix
   cofactor_rows = jnp.stack([
       jnp.cross(m[..., 1, :], m[..., 2, :]),
@@ -31,5 +32,6 @@ def inverse3(matrix):
       jnp.cross(m[..., 0, :], m[..., 1, :]),
   ], axis=-2)
   determinant = jnp.sum(m[..., 0, :] * cofactor_rows[..., 0, :], axis=-1)
-  determinant = jnp.where(determinant == 0, 1.0, determinant)
+  if singular_fallback:
+    determinant = jnp.where(determinant == 0, 1.0, determinant)
   return jnp.swapaxes(cofactor_rows, -1, -2) / determinant[..., None, None]

@@ -156,3 +156,14 @@ def test_inverse_mass_matrix_and_joint_wrenches():
   np.testing.assert_allclose(axis_w @ torque[i], tau[model.gv_offset[i]] - model.rotor_inertia[model.gv_offset[i]] * a[model.gv_offset[i]], rtol=1e-9, atol=1e-9)
   # root wrench of a free-floating base is zero (no external forces)
   np.testing.assert_allclose(force[0], tau[:3], atol=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
+def test_pivot_inverse_matches_numpy_and_keeps_singular_pivots_non_finite(k):
+  """ABA's closed-form pivot inverse (1/d, cofactors, 3x3 blocks) against numpy's LU inverse;
+  an exactly singular pivot must not come back as a finite matrix."""
+  a = np.random.default_rng(k).normal(size=(20, k, k))
+  d = a @ a.transpose(0, 2, 1) + 0.1 * np.eye(k)
+  np.testing.assert_allclose(aba.pivot_inverse(jnp.asarray(d)), np.linalg.inv(d), rtol=1e-9,
+                             atol=1e-9)
+  assert not np.all(np.isfinite(aba.pivot_inverse(jnp.zeros((1, k, k)))))
