@@ -1,0 +1,38 @@
+"""The narrowphase's output type and the small constructors the pair families share."""
+
+import jax.numpy as jnp
+
+from raisim_jax.struct import dataclass
+
+
+@dataclass
+class ContactPoints:
+  position: jnp.ndarray  # (K, 3) world, midway between the surfaces
+  normal: jnp.ndarray    # (K, 3) world unit vector pointing to object A
+  depth: jnp.ndarray     # (K,) penetration depth, > 0 when penetrating
+  valid: jnp.ndarray     # (K,) bool
+
+  def flip(self):
+    """The same contacts with A and B exchanged (normals reversed)."""
+    return self.replace(normal=-self.normal)
+
+
+def ez(dtype):
+  """World +z (the ground's normal) in `dtype`."""
+  return jnp.array([0.0, 0.0, 1.0], dtype=dtype)
+
+
+def one(position, normal, depth, valid):
+  """A single contact (K = 1)."""
+  return ContactPoints(position[None], normal[None], depth[None], valid[None])
+
+
+def concat(*cps):
+  """The contacts of several `ContactPoints`, in order."""
+  return ContactPoints(*[jnp.concatenate([getattr(c, f) for c in cps], axis=0)
+                         for f in ("position", "normal", "depth", "valid")])
+
+
+def from_surface(point_b, normal, depth, margin):
+  """One contact from B's deepest surface point, the normal to A and the depth."""
+  return one(point_b - 0.5 * depth * normal, normal, depth, depth >= -margin)
