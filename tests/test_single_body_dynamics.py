@@ -66,17 +66,26 @@ def _spinning_box_drift(dt, duration=10.0):
   return energy_drift, momentum_drift, np.asarray(y_axis_along_momentum)
 
 
+# Largest relative energy drift over 10 s, about 10x what the integrator achieves (measured
+# 4.7e-8, 1.5e-9, 4.2e-11 for dt = 4, 2, 1 ms): the implicit midpoint rule conserves the kinetic
+# energy exactly, so the drift is the residual of its fixed number of fixed-point iterations.
+ENERGY_DRIFT_BOUND = {4e-3: 5e-7, 2e-3: 2e-8, 1e-3: 5e-10}
+# Angular momentum is conserved exactly; measured 0.6-2.3e-12 relative (round-off over the steps).
+MOMENTUM_DRIFT_BOUND = 2e-11
+
+
 def test_intermediate_axis_flip_conserves_energy_and_angular_momentum():
   drifts = {}
   for dt in (4e-3, 2e-3, 1e-3):
     energy_drift, momentum_drift, y_axis = _spinning_box_drift(dt)
     drifts[dt] = energy_drift
-    assert energy_drift < 0.01 and momentum_drift < 0.01, (dt, energy_drift, momentum_drift)
+    assert energy_drift < ENERGY_DRIFT_BOUND[dt], (dt, energy_drift)
+    assert momentum_drift < MOMENTUM_DRIFT_BOUND, (dt, momentum_drift)
     # The Dzhanibekov flip: the spin axis turns over (y along L goes from +1 to about -1).
     assert y_axis[0] > 0.99 and y_axis.min() < -0.99
-  # Energy drift falls at least linearly with dt (or is already at round-off).
-  assert drifts[2e-3] <= max(drifts[4e-3] / 2, 1e-12)
-  assert drifts[1e-3] <= max(drifts[2e-3] / 2, 1e-12)
+  # The fixed-point residual falls fast with dt (measured ~32x per halving): at least 8x.
+  assert drifts[2e-3] <= drifts[4e-3] / 8
+  assert drifts[1e-3] <= drifts[2e-3] / 8
 
 
 def test_kinematic_body_keeps_velocity_and_static_body_never_moves():
