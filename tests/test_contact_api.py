@@ -9,8 +9,9 @@ import raisim_jax as rj
 G = 9.81
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ball_world():
+  """A ball resting on the ground after 20 steps; fresh per test (tests step and edit it)."""
   world = rj.World()
   dt = 1e-3
   world.setTimeStep(dt)
