@@ -9,6 +9,7 @@ from raisim_jax.step import integrate1 as integrate1
 from raisim_jax.step import integrate2 as integrate2
 from raisim_jax.step import rollout as rollout
 from raisim_jax.step import step as step
+from raisim_jax.struct import tree_replace as tree_replace
 from raisim_jax.types import BodyType as BodyType
 from raisim_jax.types import ArticulatedControl as ArticulatedControl
 from raisim_jax.types import Control as Control
@@ -26,7 +27,7 @@ from raisim_jax.world import DivergenceError as DivergenceError
 from raisim_jax.world import World as World
 
 __all__ = [
-    "compile_world", "step", "integrate1", "integrate2", "rollout",
+    "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
     "World", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",

@@ -14,6 +14,7 @@ joint frame after the joint motion).
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.precision import in_world_precision
 
 # Number of shape parameters each URDF geometry takes (RaiSim's setCollisionBodyShapeParameters).
 SHAPE_PARAMETERS = {"sphere": ("radius",), "cylinder": ("radius", "length"),
@@ -31,6 +32,7 @@ def _read_only(array):
   return array
 
 
+@in_world_precision
 class CollisionDefinition:
   """Collision body `index` of articulated system `system` (see the module docstring)."""
 

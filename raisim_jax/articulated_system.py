@@ -34,6 +34,7 @@ from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, 
                                                     JOINT_REVOLUTE, JOINT_SPHERICAL)
 from raisim_jax.math import quaternion as quat_math
 from raisim_jax.objects import Object
+from raisim_jax.precision import in_world_precision
 from raisim_jax.types import BodyType, ControlMode, IntegrationScheme, ObjectType
 
 
@@ -136,6 +137,7 @@ class JointLimitViolation:
     return np.array([self.impulse, 0.0, 0.0])
 
 
+@in_world_precision
 class ArticulatedSystem(Object):
   """A multi-body system loaded from URDF (or built from a `Child` tree)."""
 

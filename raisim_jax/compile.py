@@ -1,5 +1,6 @@
 """Description -> (Model, State): validation, dtype cast and static tables, on the host."""
 
+import dataclasses
 import warnings
 
 import jax
@@ -9,7 +10,8 @@ import numpy as np
 from raisim_jax import joint_springs
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.description import CollisionShape, WorldDescription
+from raisim_jax.host_arrays import device_array, device_ones, device_zeros
+from raisim_jax.description import CollisionShape, SingleBodyDescription, WorldDescription
 from raisim_jax.dynamics import joint_limits, pins
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
@@ -21,17 +23,22 @@ SHAPE_TYPE_OF_OBJECT = {
     ObjectType.CYLINDER: ShapeType.CYLINDER, ObjectType.CONE: ShapeType.CONE,
     ObjectType.CAPSULE: ShapeType.CAPSULE, ObjectType.HALFSPACE: ShapeType.HALFSPACE,
 }
+_OBJECT_OF_SHAPE_TYPE = {int(v): k for k, v in SHAPE_TYPE_OF_OBJECT.items()}
 
 
 def resolve_dtype(dtype):
-  """The JAX float dtype to compile with; enables x64 when float64 is asked for."""
-  dtype = jnp.dtype(dtype)
-  if dtype not in (jnp.float32, jnp.float64):
+  """The JAX float dtype to compile with: float32 or float64. float64 needs x64 enabled (the
+  OO World enables it in a thread-local context around its own calls, raisim_jax/precision.py);
+  the pure core never changes process-wide JAX configuration."""
+  dtype = np.dtype(dtype)
+  if dtype not in (np.float32, np.float64):
     raise ValueError(f"argument 'dtype' must be float32 or float64, got {dtype}")
-  if dtype == jnp.float64 and not jax.config.jax_enable_x64:
-    # RaiSim computes in double precision; scripts that ask for it get it.
-    jax.config.update("jax_enable_x64", True)
-  return dtype
+  if dtype == np.float64 and not jax.config.jax_enable_x64:
+    raise ValueError(
+        "float64 needs JAX's 64-bit mode: call jax.config.update('jax_enable_x64', True) "
+        "once at start-up, or compile and step inside `with jax.enable_x64(True):` (or pass "
+        "dtype=jnp.float32)")
+  return jnp.dtype(dtype)
 
 
 def _check_body(body, index):
@@ -88,13 +95,13 @@ def with_solver_settings(model, **settings):
   solver = model.solver
   if "max_iterations" in settings:
     count = int(settings["max_iterations"])
-    settings["max_iterations"] = jnp.asarray(count, jnp.int32)
+    settings["max_iterations"] = device_array(count, jnp.int32)
     settings["iteration_capacity"] = max(solver.iteration_capacity, iteration_capacity(count))
   if "reverse_order" in settings:
-    settings["reverse_order"] = jnp.asarray(int(bool(settings["reverse_order"])), jnp.int32)
+    settings["reverse_order"] = device_array(int(bool(settings["reverse_order"])), jnp.int32)
   for name in ("threshold", "erp"):
     if name in settings:
-      settings[name] = jnp.asarray(settings[name], solver.threshold.dtype)
+      settings[name] = device_array(settings[name], solver.threshold.dtype)
   return model.replace(solver=solver.replace(**settings))
 
 
@@ -156,23 +163,70 @@ def excluded_body_pairs(description: WorldDescription):
   return excluded
 
 
-def collision_model(description, dtype, names, warn=True):
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+  """Rows to compile beyond what a description holds, so that bodies and shapes added later
+  fit the same compiled step (the OO World rounds its counts up to buckets). Padding rows
+  are inert: STATIC bodies without shapes, shapes with collision group and mask 0.
+
+  Attributes:
+    bodies: single-body rows (at least the description's count).
+    shapes: ((ShapeType code, rows), ...) single-body shape rows per type.
+  """
+  bodies: int = 0
+  shapes: tuple = ()
+
+
+_PLACEHOLDER_SHAPE = CollisionShape(ObjectType.SPHERE, np.full(4, 0.1))
+
+
+def placeholder_body():
+  """An inert single-body padding row: STATIC, no shapes."""
+  return SingleBodyDescription(name="", object_type=ObjectType.SPHERE, size=np.full(4, 0.1),
+                               mass=1.0, inertia=np.eye(3), com=np.zeros(3), shapes=[],
+                               body_type=BodyType.STATIC, collision_group=0, collision_mask=0)
+
+
+def _padded(description, capacity):
+  """The description with placeholder single bodies up to `capacity.bodies` rows."""
+  missing = capacity.bodies - len(description.bodies)
+  if missing <= 0:
+    return description
+  return dataclasses.replace(description,
+                             bodies=list(description.bodies) + [placeholder_body()
+                                                                for _ in range(missing)])
+
+
+def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   """The CollisionModel of a world description: shape tables (sizes, offsets, materials as
-  rows of `names`, filters), candidate pair groups and broadphase settings. Its static
-  structure depends only on the shapes' count, types and bodies, the excluded pairs and the
-  settings, so a changed size, offset, material or filter projects into a compiled model
-  without recompiling the step."""
+  rows of `names`, filters, bodies), candidate pair groups and broadphase settings.
+
+  Single-body shapes come in blocks of one type (ShapeType order), each padded to
+  `capacity.shapes`; articulated link shapes follow. The static structure depends only on
+  the block sizes, the link shapes, the excluded link pairs and the settings, so a changed
+  size, offset, material, filter or body of a single-body shape projects into a compiled
+  model without recompiling the step."""
+  description = _padded(description, capacity)
   settings = description.contact_settings
   max_points = int(settings.maxContactsPerPair)
   if not 1 <= max_points <= detection.KEY_STRIDE:
     raise ValueError(f"ContactSettings.maxContactsPerPair must be in [1, 8], got {max_points}")
   broadphase_type = BroadphaseType(int(settings.broadphase.type))
   material_id = {name: i for i, name in enumerate(names)}
-  rows = []
+  by_type = {}
   for body_index, body in enumerate(description.bodies):
     for shape in body.shapes:
-      rows.append((body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
-                   body.collision_group, body.collision_mask))
+      by_type.setdefault(int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), []).append(
+          (body_index, shape, body.collision_group, body.collision_mask, -1))
+  block_rows = dict(capacity.shapes)
+  rows = []   # (body, shape type, CollisionShape, group, mask, fixed body or -1)
+  for code in sorted(set(by_type) | {c for c, n in block_rows.items() if n > 0}):
+    block = by_type.get(code, [])
+    padding = max(0, block_rows.get(code, 0) - len(block))
+    placeholder = dataclasses.replace(_PLACEHOLDER_SHAPE,
+                                      object_type=_OBJECT_OF_SHAPE_TYPE[code])
+    block = block + [(0, placeholder, 0, 0, -1)] * padding
+    rows += [(r[0], code) + r[1:] for r in block]
   offset = len(description.bodies)
   body_offsets = []
   internal_limit = {}   # collision body -> (system, allowed internal contacts)
@@ -181,28 +235,31 @@ def collision_model(description, dtype, names, warn=True):
       internal_limit[offset + b] = (s, int(entry.allowed_internal_contacts))
     body_offsets.append(offset)
     for body_index, shape in link_collision_shapes(entry, warn):
-      rows.append((offset + body_index, SHAPE_TYPE_OF_OBJECT[shape.object_type], shape,
-                   entry.collision_group, entry.collision_mask))
+      rows.append((offset + body_index, int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), shape,
+                   entry.collision_group, entry.collision_mask, offset + body_index))
     offset += entry.description.num_bodies
   num_shapes = len(rows)
-  shape_body = tuple(r[0] for r in rows)
+  shape_body = [r[0] for r in rows]
   shape_type = tuple(int(r[1]) for r in rows)
 
   def stack(values, shape, kind=np.float64):
     return np.asarray(values, kind).reshape((num_shapes,) + shape)
 
   shape_model = ShapeModel(
-      size=jnp.asarray(stack([r[2].size for r in rows], (4,)), dtype),
-      position_body=jnp.asarray(stack([r[2].position for r in rows], (3,)), dtype),
-      rotation_body=jnp.asarray(stack([r[2].rotation for r in rows], (3, 3)), dtype),
-      material=jnp.asarray(stack([material_id[r[2].material] for r in rows], (), np.int32)),
-      collision_group=jnp.asarray(stack([pairs.split_bits(r[3]) for r in rows], (2,),
+      size=device_array(stack([r[2].size for r in rows], (4,)), dtype),
+      position_body=device_array(stack([r[2].position for r in rows], (3,)), dtype),
+      rotation_body=device_array(stack([r[2].rotation for r in rows], (3, 3)), dtype),
+      material=device_array(stack([material_id[r[2].material] for r in rows], (), np.int32)),
+      collision_group=device_array(stack([pairs.split_bits(r[3]) for r in rows], (2,),
                                         np.uint32)),
-      collision_mask=jnp.asarray(stack([pairs.split_bits(r[4]) for r in rows], (2,),
+      collision_mask=device_array(stack([pairs.split_bits(r[4]) for r in rows], (2,),
                                        np.uint32)),
-      body=shape_body, shape_type=shape_type)
+      body=device_array(np.asarray(shape_body, np.int32).reshape(num_shapes)),
+      shape_type=shape_type)
 
-  candidate = pairs.candidate_pairs(shape_body, shape_type, excluded_body_pairs(description))
+  excluded = excluded_body_pairs(description)
+  candidate = pairs.candidate_pairs(shape_type, [r[5] for r in rows], excluded)
+  enabled = pairs.enabled_pairs(candidate, shape_body, excluded)
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():
     index = np.asarray([m[0] for m in members], np.int32)
@@ -215,9 +272,10 @@ def collision_model(description, dtype, names, warn=True):
       any_internal |= internal
       limit.append(min(points, owner_a[1]) if internal else points)
     groups.append(PairGroup(
-        shape_a=jnp.asarray([m[1] for m in members], jnp.int32),
-        shape_b=jnp.asarray([m[2] for m in members], jnp.int32),
-        pair_index=jnp.asarray(index), point_limit=jnp.asarray(limit, jnp.int32),
+        shape_a=device_array([m[1] for m in members], jnp.int32),
+        shape_b=device_array([m[2] for m in members], jnp.int32),
+        pair_index=device_array(index), point_limit=device_array(limit, jnp.int32),
+        enabled=device_array(np.asarray(enabled[index], bool).reshape(len(members))),
         type_a=type_a, type_b=type_b, points=points,
         limited=any_internal and points > 1))
   capacity = description.contact_capacity
@@ -226,12 +284,12 @@ def collision_model(description, dtype, names, warn=True):
   bp = settings.broadphase
   return CollisionModel(
       shapes=shape_model, groups=tuple(groups),
-      pair_lookup=jnp.asarray(pairs.pair_lookup_table(candidate, num_shapes)),
-      mbp_world_min=jnp.asarray(bp.mbpWorldMin, dtype),
-      mbp_world_max=jnp.asarray(bp.mbpWorldMax, dtype),
-      mbp_cell_size=jnp.asarray(bp.mbpCellSize, dtype),
-      mbp_padding=jnp.asarray(bp.mbpPadding, dtype),
-      margin=jnp.asarray(settings.sweptCcdSpeculativeMargin, dtype),
+      pair_lookup=device_array(pairs.pair_lookup_table(candidate, num_shapes)),
+      mbp_world_min=device_array(bp.mbpWorldMin, dtype),
+      mbp_world_max=device_array(bp.mbpWorldMax, dtype),
+      mbp_cell_size=device_array(bp.mbpCellSize, dtype),
+      mbp_padding=device_array(bp.mbpPadding, dtype),
+      margin=device_array(settings.sweptCcdSpeculativeMargin, dtype),
       broadphase=int(broadphase_type),
       articulated_body_offset=tuple(body_offsets),
       sap_window=int(max(1, min(num_shapes - 1, 64))),
@@ -239,24 +297,40 @@ def collision_model(description, dtype, names, warn=True):
       contact_capacity=int(capacity))
 
 
-def compile_world(description: WorldDescription, dtype=jnp.float64):
+def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
+                  capacity=Capacity()):
   """Compiles a world description into the pure core's pytrees.
+
+  Args:
+    description: the world.
+    dtype: float32 or float64 (needs x64 enabled).
+    names: material names in id order (default: `material_names(description)`); a
+      longer list leaves ids free for names added later without changing the Model's shapes.
+    capacity: padding rows (Capacity) for bodies and shapes added later.
 
   Returns:
     (model, state): Model and State with float leaves of `dtype`.
   """
   dtype = resolve_dtype(dtype)
-  bodies = description.bodies
-  for index, body in enumerate(bodies):
+  for index, body in enumerate(description.bodies):
     _check_body(body, index)
+  if capacity.bodies and capacity.bodies < len(description.bodies):
+    raise ValueError(f"argument 'capacity': {capacity.bodies} body rows for "
+                     f"{len(description.bodies)} bodies")
+  description = _padded(description, capacity)
+  bodies = description.bodies
 
   def stack(values, shape):
     if not values:
-      return jnp.zeros((0,) + shape, dtype)
-    return jnp.asarray(np.stack([np.asarray(v, np.float64).reshape(shape) for v in values]),
+      return device_zeros((0,) + shape, dtype)
+    return device_array(np.stack([np.asarray(v, np.float64).reshape(shape) for v in values]),
                        dtype)
 
-  names = material_names(description)
+  used = material_names(description)
+  if names is None:
+    names = used
+  elif set(used) - set(names):
+    raise ValueError(f"argument 'names' lacks the materials {sorted(set(used) - set(names))}")
   solver = description.solver
   body_model = SingleBodyModel(
       mass=stack([b.mass for b in bodies], ()),
@@ -264,23 +338,23 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
       com_body=stack([b.com for b in bodies], (3,)),
       linear_damping=stack([b.linear_damping for b in bodies], ()),
       angular_damping=stack([b.angular_damping for b in bodies], (3,)),
-      body_type=jnp.asarray([int(b.body_type) for b in bodies], jnp.int32).reshape(len(bodies)),
+      body_type=device_array(np.reshape([int(b.body_type) for b in bodies], len(bodies)), jnp.int32),
   )
-  collision = collision_model(description, dtype, names)
+  collision = collision_model(description, dtype, names, capacity=capacity)
   articulated = tuple(_articulated_model(entry, dtype) for entry in description.articulated)
   model = Model(
       bodies=body_model,
       collision=collision,
       solver=SolverModel(
-          threshold=jnp.asarray(solver.threshold, dtype),
-          erp=jnp.asarray(solver.erp, dtype),
-          pair_table=jnp.asarray(material_table(description, names), dtype),
-          max_iterations=jnp.asarray(int(solver.max_iterations), jnp.int32),
-          reverse_order=jnp.asarray(int(bool(solver.reverse_order)), jnp.int32),
+          threshold=device_array(solver.threshold, dtype),
+          erp=device_array(solver.erp, dtype),
+          pair_table=device_array(material_table(description, names), dtype),
+          max_iterations=device_array(int(solver.max_iterations), jnp.int32),
+          reverse_order=device_array(int(bool(solver.reverse_order)), jnp.int32),
           iteration_capacity=iteration_capacity(solver.max_iterations),
           differentiable=bool(solver.differentiable)),
-      gravity=jnp.asarray(description.gravity, dtype),
-      time_step=jnp.asarray(description.time_step, dtype),
+      gravity=device_array(description.gravity, dtype),
+      time_step=device_array(description.time_step, dtype),
       articulated=articulated,
       joint_limits=joint_limits.joint_limit_model(articulated),
       pins=pins.pin_model([entry.description for entry in description.articulated],
@@ -297,13 +371,13 @@ def compile_world(description: WorldDescription, dtype=jnp.float64):
   )
   state = State(bodies=body_state,
                 contacts=detection.empty_contacts(collision.contact_capacity, dtype),
-                time=jnp.asarray(description.time, dtype),
-                solver_iterations=jnp.zeros((), jnp.int32),
+                time=device_array(description.time, dtype),
+                solver_iterations=device_zeros((), jnp.int32),
                 articulated=tuple(_articulated_state(entry, dtype)
                                   for entry in description.articulated),
                 joint_limits=joint_limits.empty_joint_limit_state(model.joint_limits, dtype),
                 pins=pins.empty_pin_state(model.pins, dtype),
-                finite=jnp.ones((), bool))
+                finite=device_ones((), bool))
   return model, state
 
 
@@ -311,14 +385,14 @@ def _articulated_model(entry, dtype):
   """The system's ArticulatedModel with the entry's gains, control mode, actuation limits and
   integration scheme."""
   model = compile_articulated(entry.description, dtype)
-  leaves = {"pd_enabled": jnp.asarray(float(entry.control_mode == 1), dtype)}
+  leaves = {"pd_enabled": device_array(float(entry.control_mode == 1), dtype)}
   if entry.springs:
     stiffness, mount = joint_springs.spring_leaves(model, entry.description, entry.springs)
-    leaves.update(stiffness=jnp.asarray(stiffness, dtype), spring_mount=jnp.asarray(mount, dtype))
+    leaves.update(stiffness=device_array(stiffness, dtype), spring_mount=device_array(mount, dtype))
   for name in ("p_gain", "d_gain", "actuation_lower", "actuation_upper"):
     value = getattr(entry, name)
     if value is not None:
-      leaves[name] = jnp.asarray(value, dtype)
+      leaves[name] = device_array(value, dtype)
   return model.replace(integration_scheme=int(entry.integration_scheme), **leaves)
 
 
@@ -328,10 +402,10 @@ def _articulated_state(entry, dtype):
               else entry.p_target)
   d_target = np.zeros(nv) if entry.d_target is None else entry.d_target
   return ArticulatedState(
-      generalized_coordinate=jnp.asarray(entry.generalized_coordinate, dtype),
-      generalized_velocity=jnp.asarray(entry.generalized_velocity, dtype),
-      generalized_acceleration=jnp.zeros((nv,), dtype),
-      feedforward_force=jnp.asarray(entry.feedforward_force, dtype),
-      external_wrench=jnp.zeros((entry.description.num_bodies, 6), dtype),
-      p_target=jnp.asarray(p_target, dtype), d_target=jnp.asarray(d_target, dtype),
-      generalized_force=jnp.zeros((nv,), dtype))
+      generalized_coordinate=device_array(entry.generalized_coordinate, dtype),
+      generalized_velocity=device_array(entry.generalized_velocity, dtype),
+      generalized_acceleration=device_zeros((nv,), dtype),
+      feedforward_force=device_array(entry.feedforward_force, dtype),
+      external_wrench=device_zeros((entry.description.num_bodies, 6), dtype),
+      p_target=device_array(p_target, dtype), d_target=device_array(d_target, dtype),
+      generalized_force=device_zeros((nv,), dtype))

@@ -83,9 +83,12 @@ def batched_worlds(batch=1024, steps=200):
 
 
 def main():
-  materials_example()
-  pendulum_example()
-  batched_worlds()
+  # The demo's own pure-API code (rollouts of world.compile()'s float64 pytrees) in float64,
+  # without changing the process-wide setting.
+  with jax.enable_x64(True):
+    materials_example()
+    pendulum_example()
+    batched_worlds()
 
 
 if __name__ == "__main__":

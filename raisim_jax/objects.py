@@ -7,6 +7,7 @@ ones. No physics here: quantities such as energies come from the pure core.
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.precision import in_world_precision
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion as quat_math
 from raisim_jax.types import BodyType, ObjectType
@@ -21,6 +22,7 @@ _DESCRIPTION_FIELD = {"mass": "mass", "inertia_body": "inertia", "com_body": "co
                       "body_type": "body_type"}
 
 
+@in_world_precision
 class Object:
   """Base of every world object: name and index in the world's object list."""
 
@@ -49,6 +51,7 @@ class Object:
     return f"<{type(self).__name__} '{self.getName()}' index={self.getIndexInWorld()}>"
 
 
+@in_world_precision
 class SingleBodyObject(Object):
   """A rigid body with 6 DOF (RaiSim's SingleBodyObject API)."""
 
@@ -275,16 +278,19 @@ def _orientation_argument(args):
   return validation.unit_quaternion(value, "quaternion")
 
 
+@in_world_precision
 class Sphere(SingleBodyObject):
   def getRadius(self) -> float:
     return float(self._description.size[0])
 
 
+@in_world_precision
 class Box(SingleBodyObject):
   def getDim(self):
     return _np(self._description.size[:3])
 
 
+@in_world_precision
 class Capsule(SingleBodyObject):
   def getRadius(self) -> float:
     return float(self._description.size[0])
@@ -293,14 +299,17 @@ class Capsule(SingleBodyObject):
     return float(self._description.size[1])
 
 
+@in_world_precision
 class Cylinder(Capsule):
   pass
 
 
+@in_world_precision
 class Cone(Capsule):
   pass
 
 
+@in_world_precision
 class Ground(SingleBodyObject):
   """The static half-space z <= height."""
 
@@ -312,6 +321,7 @@ class Ground(SingleBodyObject):
     super().setPosition(np.array([0.0, 0.0, position[2]]))
 
 
+@in_world_precision
 class Compound(SingleBodyObject):
   """A rigid body made of several primitive collision shapes."""
 

@@ -95,8 +95,10 @@ class ShapeModel:
     material: (ns,) int32 material ids (rows of MaterialModel.pair_table).
     collision_group: (ns, 2) uint32 low/high words of the 64-bit group bits.
     collision_mask: (ns, 2) uint32 low/high words of the 64-bit mask bits.
-    body: static tuple, the body index of each shape.
-    shape_type: static tuple of collision.shapes.ShapeType codes.
+    body: (ns,) int32 collision-body index of each shape (a leaf: a shape may change body
+      without a recompile, e.g. when the OO world fills a padded shape row).
+    shape_type: static tuple of collision.shapes.ShapeType codes (rows come in blocks of
+      one type).
   """
   size: jax.Array
   position_body: jax.Array
@@ -104,7 +106,7 @@ class ShapeModel:
   material: jax.Array
   collision_group: jax.Array
   collision_mask: jax.Array
-  body: tuple = static_field()
+  body: jax.Array
   shape_type: tuple = static_field()
 
 
@@ -115,6 +117,8 @@ class PairGroup:
   Attributes:
     shape_a, shape_b: (P,) int32 shape indices.
     pair_index: (P,) int32 index of each pair in the world's pair list (warm-start key).
+    enabled: (P,) bool, False for pairs that never collide: shapes of one body, a body and
+      its parent (doNotCollideWithParent), ignoreCollisionBetween pairs.
     type_a, type_b: static ShapeType codes.
     points: static contact slots per pair (min of the pair's manifold size and
       maxContactsPerPair).
@@ -128,6 +132,7 @@ class PairGroup:
   shape_b: jax.Array
   pair_index: jax.Array
   point_limit: jax.Array
+  enabled: jax.Array
   type_a: int = static_field()
   type_b: int = static_field()
   points: int = static_field()

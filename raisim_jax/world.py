@@ -6,18 +6,22 @@ state or a physical parameter writes new leaves and reuses the compiled step.
 """
 
 import copy
+import dataclasses
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import objects, validation
+from raisim_jax import compilation_cache, objects, precision, validation
+from raisim_jax.precision import in_world_precision
 from raisim_jax.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
-from raisim_jax.compile import (collision_model, compile_world, material_names, material_table,
-                                resolve_dtype, with_solver_settings)
+from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, collision_model, compile_world,
+                                material_names, material_table, resolve_dtype,
+                                with_solver_settings)
+from raisim_jax.host_arrays import device_array
 from raisim_jax.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
@@ -29,6 +33,26 @@ from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
+
+
+# One compiled step per (bucketed) structure, shared by every World of the process; with the
+# persistent compilation cache (compilation_cache.py) also across processes.
+_STEP = jax.jit(step)
+_INTEGRATE1 = jax.jit(integrate1)
+_INTEGRATE2 = jax.jit(integrate2)
+_STEP_NO_CONTACT_DETECTION = jax.jit(step_no_contact_detection)
+_RAY_TEST = jax.jit(ray_test)
+
+def bucket_capacity(count: int) -> int:
+  """Rows compiled for `count` bodies (or shapes of one type): 0, else the next power of
+  two >= 4. Adding or removing objects inside a bucket keeps every static shape of the
+  step, so the compiled step is reused."""
+  return 0 if count == 0 else max(4, 1 << (int(count) - 1).bit_length())
+
+
+def _padded_material_names(names, capacity):
+  """`names` followed by unused placeholder names up to `capacity` entries."""
+  return list(names) + [f"\x00unused{k}" for k in range(len(names), capacity)]
 
 
 def COLLISION(index: int) -> int:
@@ -84,6 +108,7 @@ class DivergenceError(RuntimeError):
   that step."""
 
 
+@in_world_precision
 class World:
   """A RaiSim world: objects, gravity, time step and time, stepped by the pure core.
 
@@ -92,7 +117,9 @@ class World:
   """
 
   def __init__(self, dtype=jnp.float64):
-    self._dtype = resolve_dtype(dtype)
+    dtype = np.dtype(dtype)
+    with precision.context(dtype if dtype in (np.float32, np.float64) else np.float32):
+      self._dtype = resolve_dtype(dtype)
     self._description = WorldDescription()
     self._objects = []
     self._compound_children = {}
@@ -100,12 +127,12 @@ class World:
     self._state = None
     self._dirty = True
     self._configuration_number = 0
-    self._step = jax.jit(step)
-    self._integrate1 = jax.jit(integrate1)
-    self._integrate2 = jax.jit(integrate2)
-    self._step_no_contact_detection = jax.jit(step_no_contact_detection)
     self._contact_cache = None
-    self._ray_test = jax.jit(ray_test)
+    self._rows = {}               # id(single-body view) -> row in Model/State bodies
+    self._capacity_marks = {}     # "bodies" / ShapeType code -> compiled rows (never shrinks)
+    self._compiled_capacity = None
+    self._compiled_material_names = []
+    compilation_cache.enable_default()
 
   # ---- compile cache --------------------------------------------------------------------
   def _single_objects(self):
@@ -116,10 +143,11 @@ class World:
 
   def _body_row(self, obj) -> int:
     """Row of a single-body object in the Model/State single-body arrays."""
-    for row, candidate in enumerate(self._single_objects()):
-      if candidate is obj:
-        return row
-    raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)")
+    self._ensure_compiled()
+    try:
+      return self._rows[id(obj)]
+    except KeyError:
+      raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)") from None
 
   def _articulated_row(self, obj) -> int:
     """Index of an articulated system in Model.articulated / State.articulated."""
@@ -164,8 +192,8 @@ class World:
       obj._entry.p_target = np.asarray(system.p_target, np.float64)
       obj._entry.d_target = np.asarray(system.d_target, np.float64)
     bodies = jax.tree.map(np.asarray, self._state.bodies)
-    for index, obj in enumerate(self._single_objects()):
-      d = obj._description
+    for obj in self._single_objects():
+      d, index = obj._description, self._rows[id(obj)]
       d.position = bodies.position[index].astype(np.float64)
       d.quaternion = bodies.quaternion[index].astype(np.float64)
       d.linear_velocity = bodies.linear_velocity[index].astype(np.float64)
@@ -174,12 +202,41 @@ class World:
       d.external_torque = bodies.external_torque[index].astype(np.float64)
     self._description.time = float(self._state.time)
 
+  def _layout(self):
+    """(description, capacity): the world description (single bodies in object order) and
+    the padded capacity to compile it with: body rows and single-body shape rows per type
+    rounded up to buckets (high-water marks, never shrinking, so a remove-add cycle does
+    not recompile)."""
+    singles = self._single_objects()
+    self._description.bodies = [obj._description for obj in singles]
+    self._description.articulated = [obj._entry for obj in self._articulated_objects()]
+    shape_counts = {}
+    for obj in singles:
+      for shape in obj._description.shapes:
+        code = int(SHAPE_TYPE_OF_OBJECT[shape.object_type])
+        shape_counts[code] = shape_counts.get(code, 0) + 1
+    marks = self._capacity_marks
+    marks["bodies"] = max(marks.get("bodies", 0), bucket_capacity(len(singles)))
+    for code, count in shape_counts.items():
+      marks[code] = max(marks.get(code, 0), bucket_capacity(count))
+    shapes = tuple(sorted((k, v) for k, v in marks.items() if k != "bodies"))
+    return self._description, Capacity(bodies=marks["bodies"], shapes=shapes)
+
+  def _material_names(self, description):
+    """The compiled material names: the known ones keep their ids, new ones take unused
+    slots; a bucket (power of two >= 8) of ids, so a new name rarely recompiles."""
+    names = [n for n in self._compiled_material_names if not n.startswith("\x00")]
+    names += [n for n in material_names(description) if n not in names]
+    return _padded_material_names(names, bucket_capacity(max(len(names), 8)))
+
   def _ensure_compiled(self):
     if self._dirty:
-      self._description.bodies = [obj._description for obj in self._single_objects()]
-      self._description.articulated = [obj._entry for obj in self._articulated_objects()]
-      self._model, state = compile_world(self._description, self._dtype)
-      self._compiled_material_names = material_names(self._description)
+      description, capacity = self._layout()
+      self._compiled_material_names = self._material_names(description)
+      self._model, state = compile_world(description, self._dtype,
+                                         names=self._compiled_material_names, capacity=capacity)
+      self._compiled_capacity = capacity
+      self._rows = {id(obj): row for row, obj in enumerate(self._single_objects())}
       self._set_state(state)
       self._dirty = False
 
@@ -467,22 +524,22 @@ class World:
   def integrate(self):
     """integrate1() then integrate2(): one time step."""
     self._ensure_compiled()
-    self._accept_step(self._step(self._model, self._state), "integrate")
+    self._accept_step(_STEP(self._model, self._state), "integrate")
 
   def integrate1(self):
     """Collision detection for the current configuration."""
     self._ensure_compiled()
-    self._accept_step(self._integrate1(self._model, self._state), "integrate1")
+    self._accept_step(_INTEGRATE1(self._model, self._state), "integrate1")
 
   def integrate2(self):
     """Contact solve and integration; advances the world time."""
     self._ensure_compiled()
-    self._accept_step(self._integrate2(self._model, self._state), "integrate2")
+    self._accept_step(_INTEGRATE2(self._model, self._state), "integrate2")
 
   def integrateNoContactDetection(self):
     """One step that skips collision detection (no contacts are solved)."""
     self._ensure_compiled()
-    self._accept_step(self._step_no_contact_detection(self._model, self._state),
+    self._accept_step(_STEP_NO_CONTACT_DETECTION(self._model, self._state),
                       "integrateNoContactDetection")
 
   def _accept_step(self, new_state, call):
@@ -509,7 +566,8 @@ class World:
     """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
     names = []
     b = state.bodies
-    for row, obj in enumerate(self._single_objects()):
+    for obj in self._single_objects():
+      row = self._rows[id(obj)]
       values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
                 b.angular_velocity[row]]
       if not all(np.all(np.isfinite(np.asarray(v))) for v in values):
@@ -522,16 +580,16 @@ class World:
 
   # ---- materials ----------------------------------------------------------------------------
   def _materials_changed(self):
-    """Writes the pair table leaf, or recompiles when the set of names changed."""
+    """Writes the pair table leaf; a new material name takes an unused id (no recompile) or,
+    past the compiled id capacity, recompiles."""
     if self._dirty:
       return
-    description = self._description
-    description.bodies = [obj._description for obj in self._single_objects()]
-    names = material_names(description)
-    if len(names) != self._model.solver.pair_table.shape[0] or names != self._compiled_material_names:
+    names = self._material_names(self._layout()[0])
+    if len(names) != len(self._compiled_material_names):
       self._structure_changed()
       return
-    table = jnp.asarray(material_table(description, names), self._dtype)
+    self._compiled_material_names = names
+    table = device_array(material_table(self._description, names), self._dtype)
     self._model = self._model.replace(solver=self._model.solver.replace(pair_table=table))
 
   def setMaterialPairProp(self, mat1, mat2, friction, restitution, resThreshold,
@@ -592,8 +650,8 @@ class World:
     self._materials_changed()
     if self._dirty:
       return
-    collision = collision_model(self._description, self._dtype, self._compiled_material_names,
-                                warn=False)
+    collision = collision_model(self._layout()[0], self._dtype, self._compiled_material_names,
+                                warn=False, capacity=self._compiled_capacity)
     old = self._model.collision
     if (jax.tree.structure(collision) != jax.tree.structure(old)
         or jax.tree.map(np.shape, collision) != jax.tree.map(np.shape, old)):
@@ -673,7 +731,9 @@ class World:
   # ---- contacts ------------------------------------------------------------------------------
   def _collision_body_owners(self):
     """[(world object, local body index)] per collision body (collision_bodies.py order)."""
-    owners = [(obj, 0) for obj in self._single_objects()]
+    owners = [None] * self._current_model().num_bodies   # placeholders own nothing
+    for obj in self._single_objects():
+      owners[self._rows[id(obj)]] = (obj, 0)
     for obj in self._articulated_objects():
       owners += [(obj, b) for b in range(obj._entry.description.num_bodies)]
     return owners
@@ -762,7 +822,7 @@ class World:
                      if obj is ignored and local == int(localId)), -1)
     mask = pairs.split_bits(_collision_bits(collisionMask, "collisionMask"))
     model, state = self.compile()
-    result = jax.device_get(self._ray_test(model, state, start, direction, length,
+    result = jax.device_get(_RAY_TEST(model, state, start, direction, length,
                                            np.int32(ignore), mask))
     if not bool(result.hit):
       return RayCollisionList()

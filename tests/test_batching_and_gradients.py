@@ -23,12 +23,15 @@ def test_vmap_over_1000_states_equals_sequential_steps():
   quats = rng.normal(size=(n, 2, 4))
   quats /= np.linalg.norm(quats, axis=-1, keepdims=True)
   batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), state)
-  batch = batch.replace(bodies=batch.bodies.replace(
+  # Rows 0 and 1 are the two bodies (the World's compiled state pads rows after them).
+  bodies = batch.bodies
+  batch = batch.replace(bodies=bodies.replace(
       # the two bodies stay 10 m apart: this is the contact-free Newton-Euler path
-      position=jnp.asarray(rng.normal(size=(n, 2, 3)) + np.array([[0, 0, 0], [10, 0, 0]])),
-      quaternion=jnp.asarray(quats),
-      linear_velocity=jnp.asarray(rng.normal(size=(n, 2, 3))),
-      angular_velocity=jnp.asarray(rng.normal(size=(n, 2, 3)) * 3)))
+      position=bodies.position.at[:, :2].set(
+          rng.normal(size=(n, 2, 3)) + np.array([[0, 0, 0], [10, 0, 0]])),
+      quaternion=bodies.quaternion.at[:, :2].set(quats),
+      linear_velocity=bodies.linear_velocity.at[:, :2].set(rng.normal(size=(n, 2, 3))),
+      angular_velocity=bodies.angular_velocity.at[:, :2].set(rng.normal(size=(n, 2, 3)) * 3)))
   batched = jax.jit(jax.vmap(rj.step, in_axes=(None, 0)))(model, batch)
   single = jax.jit(rj.step)
   for i in range(n):
@@ -47,7 +50,9 @@ def test_vmap_over_models_with_different_masses():
   models = model.replace(bodies=model.bodies.replace(mass=masses[:, None]))
   axes = jax.tree.map(lambda _: None, model)
   axes = axes.replace(bodies=axes.bodies.replace(mass=0))
-  control = rj.Control(body_force=jnp.array([[8.0, 0, 0]]), body_torque=jnp.zeros((1, 3)))
+  rows = model.num_bodies   # the sphere, then the World's padding rows
+  control = rj.Control(body_force=jnp.zeros((rows, 3)).at[0].set([8.0, 0, 0]),
+                       body_torque=jnp.zeros((rows, 3)))
   out = jax.vmap(rj.step, in_axes=(axes, None, None))(models, state, control)
   np.testing.assert_allclose(out.bodies.linear_velocity[:, 0, 0], 0.1 * 8.0 / masses,
                              rtol=1e-14)
@@ -77,9 +82,11 @@ def test_grad_of_height_after_100_steps_wrt_initial_vertical_velocity():
 def test_grad_with_respect_to_mass_and_rotation_is_finite_and_matches_fd():
   model, state = _tumbling_world()
   state = state.replace(bodies=state.bodies.replace(
-      angular_velocity=jnp.array([[0.1, 3.0, 0.2], [1.0, 0.0, 0.5]])))
-  control = rj.Control(body_force=jnp.array([[1.0, 0, 0], [0, 0, 0]]),
-                       body_torque=jnp.array([[0, 0, 0.3], [0.1, 0, 0]]))
+      angular_velocity=state.bodies.angular_velocity.at[:2].set([[0.1, 3.0, 0.2],
+                                                                 [1.0, 0.0, 0.5]])))
+  zeros = jnp.zeros((model.num_bodies, 3))
+  control = rj.Control(body_force=zeros.at[0].set([1.0, 0, 0]),
+                       body_torque=zeros.at[:2].set([[0, 0, 0.3], [0.1, 0, 0]]))
 
   def loss(mass):
     m = model.replace(bodies=model.bodies.replace(mass=model.bodies.mass.at[0].set(mass)))
@@ -96,6 +103,6 @@ def test_grad_with_respect_to_mass_and_rotation_is_finite_and_matches_fd():
 def test_rollout_trajectory_has_one_entry_per_step():
   model, state = _tumbling_world()
   final, trajectory = rj.rollout(model, state, 7)
-  assert trajectory.bodies.position.shape == (7, 2, 3)
+  assert trajectory.bodies.position.shape == (7, model.num_bodies, 3)
   np.testing.assert_allclose(trajectory.bodies.position[-1], final.bodies.position)
   assert float(final.time) == pytest.approx(0.07)

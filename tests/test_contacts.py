@@ -35,8 +35,8 @@ def test_materials_example_bounce_heights_follow_the_restitution_law():
   for material, e in restitution.items():
     world.setMaterialPairProp("steel", material, 0.8, e, 0.001)
   trajectory = _roll(world, 2.5)
-  z = np.asarray(trajectory.bodies.position[:, 1:, 2])
-  vz = np.asarray(trajectory.bodies.linear_velocity[:, 1:, 2])
+  z = np.asarray(trajectory.bodies.position[:, 1:4, 2])
+  vz = np.asarray(trajectory.bodies.linear_velocity[:, 1:4, 2])
   for k, (material, e) in enumerate(restitution.items()):
     first_contact = np.argmax(vz[:, k] > 0)            # first step moving up
     impact_speed = -vz[first_contact - 1, k] + G * 1e-3  # speed entering that step
@@ -167,7 +167,7 @@ def _rest_check(build, dtype, seconds, tolerance):
   world, bodies = build(dtype)
   start = np.array([b.getPosition() for b in bodies])
   trajectory = _roll(world, seconds)
-  positions = np.asarray(trajectory.bodies.position[:, 1:], np.float64)
+  positions = np.asarray(trajectory.bodies.position[:, 1:1 + len(bodies)], np.float64)
   assert np.all(np.isfinite(positions))
   drift = np.abs(positions - start).max()
   assert drift < tolerance, drift
@@ -320,11 +320,12 @@ def test_vmap_over_1024_contact_worlds_equals_sequential():
   model, state = world.compile()
   n = 1024
   rng = np.random.default_rng(1)
-  position = np.zeros((n, 3, 3))
+  rows = model.num_bodies   # ground, box, sphere, then the World's padding rows
+  position = np.zeros((n, rows, 3))
   position[:, 1] = rng.uniform([-0.1, -0.1, 0.095], [0.1, 0.1, 0.105], (n, 3))
   position[:, 2] = rng.uniform([0.3, -0.1, 0.09], [0.5, 0.1, 0.11], (n, 3))
-  velocity = np.zeros((n, 3, 3))
-  velocity[:, 1:] = rng.normal(scale=0.3, size=(n, 2, 3))
+  velocity = np.zeros((n, rows, 3))
+  velocity[:, 1:3] = rng.normal(scale=0.3, size=(n, 2, 3))
   batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), state)
   batch = batch.replace(bodies=batch.bodies.replace(
       position=jnp.asarray(position), linear_velocity=jnp.asarray(velocity)))
@@ -394,3 +395,10 @@ def test_integrate_no_contact_detection_lets_a_ball_pass_the_ground():
     world.integrateNoContactDetection()
   assert ball.getPosition()[2] < -0.3
   assert world.getContactProblem() == []
+
+
+def test_empty_contact_slot_frame_is_the_frame_of_an_up_normal():
+  from raisim_jax.collision import detection
+  empty = detection.empty_contacts(3, jnp.float64)
+  expected = detection.contact_frame(jnp.array([0.0, 0.0, 1.0]))
+  np.testing.assert_array_equal(np.asarray(empty.frame), np.broadcast_to(expected, (3, 3, 3)))

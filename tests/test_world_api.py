@@ -222,29 +222,6 @@ def test_compound_has_given_inertia_and_children(world):
   assert compound.getKineticEnergy() == pytest.approx(0.5 * 0.3, rel=1e-9)
 
 
-def test_setting_state_does_not_recompile_but_adding_an_object_does(world):
-  traces = []
-
-  def counting_step(model, state, control=None):
-    traces.append(1)
-    return rj.step(model, state, control)
-
-  world._step = jax.jit(counting_step)
-  ball = world.addSphere(0.5, 1.0)
-  world.integrate()
-  ball.setPosition(1, 2, 3)
-  ball.setVelocity([1, 0, 0], [0, 0, 1])
-  ball.setMass(3.0)
-  world.setTimeStep(0.01)
-  world.integrate()
-  assert len(traces) == 1
-  world.addBox(1, 1, 1, 1.0)
-  world.integrate()
-  assert len(traces) == 2
-  # The existing object kept its state through the recompile.
-  assert ball.getPosition()[0] == pytest.approx(1.02)
-
-
 @pytest.mark.parametrize("call, match", [
     (lambda w: w.addSphere(0.5, 0.0), "'mass' must be positive"),
     (lambda w: w.addSphere(0.5, -1.0), "'mass' must be positive"),

@@ -34,7 +34,8 @@ def sweep_and_prune(aabb_min, aabb_max, sweepable, pair_lookup, num_pairs, windo
 
   Args:
     aabb_min, aabb_max: (ns, 3) world AABBs.
-    sweepable: (ns,) static numpy bool, False for unbounded shapes (half-spaces).
+    sweepable: (ns,) bool, False for unbounded shapes (half-spaces) and shapes that collide
+      with nothing.
     pair_lookup: (ns, ns) int32 pair index (-1: not a candidate pair).
     num_pairs: static total number of candidate pairs.
     window: static number of following shapes each shape is tested against.

@@ -17,6 +17,7 @@ from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shap
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
 from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
+from raisim_jax.host_arrays import device_array
 
 KEY_STRIDE = 8  # points per pair in a warm-start key (maxContactsPerPair <= 8)
 NARROWPHASE_CHUNK = 4  # candidate pairs per narrowphase chunk (skipped when no survivor)
@@ -30,7 +31,7 @@ def shape_world_poses(model: Model, state: State):
     size[0] is its world height (its body's z).
   """
   shape_model = model.collision.shapes
-  body = np.asarray(shape_model.body, np.int32)
+  body = shape_model.body
   body_positions, body_rotations = collision_bodies.collision_body_poses(model, state)
   body_rotation = body_rotations[body]
   positions = body_positions[body] + jnp.einsum(
@@ -99,14 +100,18 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
   # Grown by the speculative margin, so pairs closer than the margin reach the narrowphase.
   aabb_lo, aabb_hi = aabb_lo - collision.margin, aabb_hi + collision.margin
-  body_of_shape = jnp.asarray(np.asarray(shape_model.body, np.int32))
+  body_of_shape = shape_model.body
   num_pairs = int(sum(g.shape_a.shape[0] for g in collision.groups))
 
   body_types = collision_bodies.collision_body_types(model)
   overflow = jnp.zeros((), bool)
   sap_hits = None
   if collision.broadphase == BroadphaseType.Sap3Axis and num_pairs:
-    sweepable = np.asarray(shape_model.shape_type) != ShapeType.HALFSPACE
+    # Half-spaces are tested directly; shapes that collide with nothing (group or mask 0,
+    # e.g. the OO world's padding rows) are left out of the sweep.
+    sweepable = ((np.asarray(shape_model.shape_type) != ShapeType.HALFSPACE)
+                 & jnp.any(shape_model.collision_group != 0, axis=-1)
+                 & jnp.any(shape_model.collision_mask != 0, axis=-1))
     sap_hits, overflow = broadphase.sweep_and_prune(
         aabb_lo, aabb_hi, sweepable, collision.pair_lookup, num_pairs, collision.sap_window)
 
@@ -117,7 +122,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     candidate = broadphase.pair_candidates(
         collision, aabb_lo, aabb_hi, a, b,
         None if sap_hits is None else sap_hits[group.pair_index], unbounded)
-    candidate &= _filter_passes(shape_model, body_types, body_of_shape, a, b)
+    candidate &= group.enabled & _filter_passes(shape_model, body_types, body_of_shape, a, b)
 
     def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
       return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
@@ -173,14 +178,20 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   )
 
 
+# contact_frame((0, 0, 1)) (tests/collision check it): the frame of an empty slot, built on the
+# host so that compiling a world runs no eager device ops.
+_UP_FRAME = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
 def empty_contacts(capacity: int, dtype) -> Contacts:
-  """A contact buffer with every slot inactive."""
-  normal = jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0], dtype), (capacity, 3))
-  minus_one = -jnp.ones((capacity,), jnp.int32)
+  """A contact buffer with every slot inactive (host-built arrays)."""
+  def filled(row, *shape):
+    return device_array(np.broadcast_to(np.asarray(row, dtype), (capacity,) + shape))
+
+  minus_one = device_array(np.full((capacity,), -1, np.int32))
   return Contacts(
-      active=jnp.zeros((capacity,), bool), position=jnp.zeros((capacity, 3), dtype),
-      normal=normal, frame=contact_frame(normal), depth=jnp.zeros((capacity,), dtype),
-      shape_a=minus_one, shape_b=minus_one, body_a=minus_one, body_b=minus_one,
-      key=minus_one, impulse=jnp.zeros((capacity, 3), dtype),
-      inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (capacity, 3, 3)),
-      overflow=jnp.zeros((), bool))
+      active=device_array(np.zeros((capacity,), bool)), position=filled(np.zeros(3), 3),
+      normal=filled([0.0, 0.0, 1.0], 3), frame=filled(_UP_FRAME, 3, 3),
+      depth=filled(0.0), shape_a=minus_one, shape_b=minus_one, body_a=minus_one,
+      body_b=minus_one, key=minus_one, impulse=filled(np.zeros(3), 3),
+      inverse_apparent_inertia=filled(np.eye(3), 3, 3), overflow=device_array(False))

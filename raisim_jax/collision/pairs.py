@@ -10,30 +10,46 @@ import numpy as np
 from raisim_jax.collision.shapes import ShapeType
 
 
-def candidate_pairs(shape_body, shape_type, excluded_bodies=frozenset()):
-  """All (a, b) shape pairs on different bodies, not both half-spaces, with type_a <= type_b.
+def candidate_pairs(shape_type, fixed_body=None, excluded_bodies=frozenset()):
+  """All (a, b) shape pairs that are not both half-spaces, with type_a <= type_b. Whether
+  a pair is enabled (different bodies, not excluded) is a leaf (`enabled_pairs`), so shapes
+  may change bodies without changing this list; only pairs of shapes whose bodies can never
+  change (`fixed_body[i]` >= 0: articulated links) are dropped here when the bodies are equal
+  or excluded.
 
   Args:
-    shape_body: (ns,) collision-body index of each shape.
     shape_type: (ns,) ShapeType code of each shape.
+    fixed_body: optional (ns,) body index of shapes whose body is fixed, -1 elsewhere.
     excluded_bodies: set of (body, body) pairs, smaller index first, that never collide.
 
   Returns:
     list of (shape_a, shape_b) in a deterministic order.
   """
   pairs = []
-  n = len(shape_body)
+  n = len(shape_type)
+  fixed_body = [-1] * n if fixed_body is None else fixed_body
   for i in range(n):
     for j in range(i + 1, n):
-      if shape_body[i] == shape_body[j]:
-        continue
-      if (min(shape_body[i], shape_body[j]), max(shape_body[i], shape_body[j])) in excluded_bodies:
+      if fixed_body[i] >= 0 and fixed_body[j] >= 0 and (
+          fixed_body[i] == fixed_body[j] or (min(fixed_body[i], fixed_body[j]),
+                                             max(fixed_body[i], fixed_body[j])) in excluded_bodies):
         continue
       if shape_type[i] == ShapeType.HALFSPACE and shape_type[j] == ShapeType.HALFSPACE:
         continue
       a, b = (i, j) if shape_type[i] <= shape_type[j] else (j, i)
       pairs.append((a, b))
   return pairs
+
+
+def enabled_pairs(pairs, shape_body, excluded_bodies=frozenset()):
+  """(P,) bool: the pair's shapes are on different bodies and the body pair (smaller index
+  first) is not in `excluded_bodies`."""
+  enabled = np.ones(len(pairs), bool)
+  for k, (a, b) in enumerate(pairs):
+    body_a, body_b = int(shape_body[a]), int(shape_body[b])
+    enabled[k] = body_a != body_b and (min(body_a, body_b), max(body_a, body_b)) not in \
+        excluded_bodies
+  return enabled
 
 
 def group_pairs(pairs, shape_type):

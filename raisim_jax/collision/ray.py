@@ -265,7 +265,7 @@ def ray_test(model, state, start, direction, length, ignore_body=-1,
   """
   shapes = model.collision.shapes
   shape_type = np.asarray(shapes.shape_type, np.int32)
-  body = np.asarray(shapes.body, np.int32)
+  body = shapes.body
   ns = len(shape_type)
   dtype = jnp.result_type(jnp.asarray(start), float)
   start = jnp.asarray(start, dtype)

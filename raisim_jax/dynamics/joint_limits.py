@@ -24,6 +24,7 @@ import numpy as np
 from raisim_jax.dynamics.tree import JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
 from raisim_jax.math import safe
 from raisim_jax.types import JointLimitModel, JointLimitState
+from raisim_jax.host_arrays import device_zeros
 
 LIMIT_MARGIN = 1e-6  # rows within this of their limit are always active (rad or m)
 
@@ -73,8 +74,9 @@ def _cone_row(quaternion, angle):
 
 def empty_joint_limit_state(limits: JointLimitModel, dtype) -> JointLimitState:
   count = limits.count
-  return JointLimitState(active=jnp.zeros((count,), bool), upper=jnp.zeros((count,), bool),
-                         impulse=jnp.zeros((count,), dtype), violation=jnp.zeros((count,), dtype))
+  return JointLimitState(active=device_zeros((count,), bool), upper=device_zeros((count,), bool),
+                         impulse=device_zeros((count,), dtype),
+                         violation=device_zeros((count,), dtype))
 
 
 def limit_rows(model, state, free_velocities, dt):

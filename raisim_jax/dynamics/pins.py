@@ -18,6 +18,7 @@ import numpy as np
 from raisim_jax.dynamics import jacobian
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.types import PinModel, PinState
+from raisim_jax.host_arrays import device_array, device_zeros
 
 
 def pin_model(descriptions, articulated, dtype) -> PinModel:
@@ -44,13 +45,13 @@ def pin_model(descriptions, articulated, dtype) -> PinModel:
       body2.append(b2)
       anchor1.append(a1)
       anchor2.append(rot[b2].T @ (world - pos[b2]))
-  as_array = lambda rows: jnp.asarray(np.reshape(np.asarray(rows, float), (len(rows), 3)), dtype)
+  as_array = lambda rows: device_array(np.reshape(np.asarray(rows, float), (len(rows), 3)), dtype)
   return PinModel(anchor1=as_array(anchor1), anchor2=as_array(anchor2), system=tuple(system),
                   body1=tuple(body1), body2=tuple(body2))
 
 
 def empty_pin_state(pins: PinModel, dtype) -> PinState:
-  zeros = jnp.zeros((pins.count, 3), dtype)
+  zeros = device_zeros((pins.count, 3), dtype)
   return PinState(impulse=zeros, error=zeros)
 
 

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.host_arrays import device_array
 from raisim_jax.io.articulated_description import (
     JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription)
@@ -142,14 +143,19 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
     elif jtype[i] == JOINT_FLOATING:
       spring[o + 3] = 1.0
   frames = description.frames
-  arr = lambda x: jnp.asarray(np.asarray(x, dtype=float), dtype=dtype)
+
+  def arr(values, *shape):
+    """`values` as a `dtype` device array, reshaped to `shape` when one is given."""
+    values = np.asarray(values, dtype=float)
+    return device_array(values.reshape(shape) if shape else values, dtype)
+
   return ArticulatedModel(
-      joint_pos=arr([b.joint_pos for b in bodies]).reshape(nb, 3),
-      joint_rot=arr([b.joint_rot for b in bodies]).reshape(nb, 3, 3),
-      joint_axis=arr([b.axis for b in bodies]).reshape(nb, 3),
+      joint_pos=arr([b.joint_pos for b in bodies], nb, 3),
+      joint_rot=arr([b.joint_rot for b in bodies], nb, 3, 3),
+      joint_axis=arr([b.axis for b in bodies], nb, 3),
       mass=arr([b.mass for b in bodies]),
-      com=arr([b.com for b in bodies]).reshape(nb, 3),
-      inertia=arr([b.inertia for b in bodies]).reshape(nb, 3, 3),
+      com=arr([b.com for b in bodies], nb, 3),
+      inertia=arr([b.inertia for b in bodies], nb, 3, 3),
       rotor_inertia=arr(per_dof("rotor_inertia")),
       damping=arr(per_dof("damping")),
       stiffness=arr(per_dof("stiffness")),
@@ -158,8 +164,8 @@ def compile_articulated(description: ArticulatedDescription, dtype=None) -> Arti
       velocity_limit=arr(velocity_limit),
       actuation_lower=arr(-effort), actuation_upper=arr(effort),
       p_gain=arr(np.zeros(nv)), d_gain=arr(np.zeros(nv)), pd_enabled=arr(0.0),
-      frame_pos=arr([f.pos for f in frames]).reshape(len(frames), 3),
-      frame_rot=arr([f.rot for f in frames]).reshape(len(frames), 3, 3),
+      frame_pos=arr([f.pos for f in frames], len(frames), 3),
+      frame_rot=arr([f.rot for f in frames], len(frames), 3, 3),
       num_bodies=nb, num_gc=nq, num_gv=nv, fixed_base=bool(description.fixed_base),
       parent=parent, joint_type=jtype, gc_offset=gc_offset, gv_offset=gv_offset,
       gc_dim=gc_dim, gv_dim=gv_dim, levels=levels, dof_body=dof_body,

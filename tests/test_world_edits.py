@@ -1,0 +1,239 @@
+"""The OO World under sequences of edits (issue #11): adds, removes and re-adds in any order
+give the state a freshly built world gives; edits inside a capacity bucket and solver
+settings reuse the compiled step; a World leaves process-wide JAX configuration alone."""
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+from raisim_jax import world as world_module
+
+
+def _spheres_at(world, xs):
+  spheres = []
+  for x in xs:
+    sphere = world.addSphere(0.1, 1.0)
+    sphere.setPosition(x, 0, 1)
+    spheres.append(sphere)
+  return spheres
+
+
+def test_adding_two_objects_in_a_row_after_a_compile():
+  world = rj.World()
+  ground = world.addGround()
+  assert ground.getHeight() == 0.0          # compiles the world
+  a = world.addSphere(0.1, 1.0)
+  b = world.addBox(0.2, 0.2, 0.2, 1.0)
+  a.setPosition(0, 0, 1)
+  b.setPosition(1, 0, 1)
+  world.integrate()
+  np.testing.assert_allclose(a.getPosition(), [0, 0, 1 - 9.81 * world.getTimeStep() ** 2],
+                             rtol=0, atol=1e-12)
+  np.testing.assert_allclose(b.getPosition()[:2], [1, 0])
+
+
+def test_removing_two_objects_in_a_row_after_a_compile_keeps_the_survivors_state():
+  world = rj.World()
+  world.setGravity([0, 0, 0])
+  spheres = _spheres_at(world, [0, 10, 20, 30])
+  world.integrate()
+  world.removeObject(spheres[1])
+  world.removeObject(spheres[2])
+  np.testing.assert_allclose(spheres[3].getPosition(), [30, 0, 1])
+  np.testing.assert_allclose(spheres[0].getPosition(), [0, 0, 1])
+  world.integrate()
+  np.testing.assert_allclose(spheres[3].getPosition(), [30, 0, 1])
+
+
+def _scene(world, kinds):
+  """Objects of `kinds` dropped side by side onto a ground, each with a spin."""
+  made = {}
+  for k, kind in enumerate(kinds):
+    if kind == "sphere":
+      obj = world.addSphere(0.1, 1.0)
+    elif kind == "box":
+      obj = world.addBox(0.2, 0.2, 0.2, 2.0)
+    else:
+      obj = world.addCapsule(0.1, 0.2, 1.5)
+    obj.setPosition(0.5 * k, 0, 0.3)
+    obj.setVelocity([0, 0, 0], [0.0, 0.3 * k, 0])
+    made[kind + str(k)] = obj
+  return made
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(["add", "remove", "readd"]))[:4])
+def test_add_remove_readd_in_any_order_equals_a_fresh_world(order):
+  """A world edited between steps ends in the state of a world built fresh with the same
+  objects (same order, same states at the time of the edit)."""
+  world = rj.World()
+  world.addGround()
+  made = _scene(world, ["sphere", "box", "capsule"])
+  names = ["sphere0", "box1", "capsule2"]
+  for _ in range(20):
+    world.integrate()
+  removed = None
+  for step in order:
+    if step == "add":
+      extra = world.addBox(0.1, 0.1, 0.1, 1.0)
+      extra.setPosition(-1, 0, 0.2)
+    elif step == "remove":
+      removed = names[1]
+      world.removeObject(made[removed])
+    elif removed is not None:   # re-add what was removed, at its last state
+      box = world.addBox(0.2, 0.2, 0.2, 2.0)
+      box.setPosition(2, 0, 0.3)
+    for _ in range(5):
+      world.integrate()
+  # Fresh world: the same objects, in the same order, with the same states.
+  fresh = rj.World()
+  fresh.setWorldTime(world.getWorldTime())
+  for obj in world.getObjList():
+    kind = obj.getObjectType()
+    if kind == rj.ObjectType.HALFSPACE:
+      copy = fresh.addGround()
+      continue
+    if kind == rj.ObjectType.SPHERE:
+      copy = fresh.addSphere(0.1, obj.getMass())
+    elif kind == rj.ObjectType.BOX:
+      copy = fresh.addBox(*obj.getDim(), obj.getMass())
+    else:
+      copy = fresh.addCapsule(0.1, 0.2, obj.getMass())
+    copy.setPosition(obj.getPosition())
+    copy.setOrientation(obj.getQuaternion())
+    copy.setVelocity(obj.getLinearVelocity(), obj.getAngularVelocity())
+  for _ in range(30):
+    world.integrate()
+    fresh.integrate()
+  for obj, copy in zip(world.getObjList(), fresh.getObjList()):
+    np.testing.assert_allclose(obj.getPosition(), copy.getPosition(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(obj.getLinearVelocity(), copy.getLinearVelocity(), rtol=0,
+                               atol=1e-10)
+
+
+def test_edits_inside_a_bucket_and_solver_settings_reuse_the_compiled_step():
+  world_module._STEP.clear_cache()
+  world = rj.World()
+  world.addGround()
+  spheres = _spheres_at(world, [0, 1])
+  world.integrate()
+  assert world_module._STEP._cache_size() == 1
+  # Ordinary edits: state, parameters, solver settings, materials, adds and removes that stay
+  # inside the buckets (4 bodies, 4 sphere shapes).
+  spheres[0].setPosition(0, 0, 2)
+  spheres[0].setMass(3.0)
+  world.setTimeStep(0.002)
+  world.setContactSolverParam(1, 1, 1, 100, 1e-9)
+  world.setContactSolverIterationOrder(False)
+  world.setMaterialPairProp("rubber", "steel", 0.8, 0.5, 0.1)
+  world.setObjectMaterial(spheres[1], "rubber")
+  world.integrate()
+  third = world.addSphere(0.2, 1.0)
+  third.setPosition(3, 0, 1)
+  world.integrate()
+  world.removeObject(spheres[0])
+  world.integrate()
+  world.removeObject(third)
+  world.addSphere(0.1, 1.0).setPosition(5, 0, 1)
+  world.integrate()
+  assert world_module._STEP._cache_size() == 1
+  assert world.getMaterialPairProperties("rubber", "steel").c_f == 0.8
+  model, _ = world.compile()
+  names = world._compiled_material_names
+  rubber, steel = names.index("rubber"), names.index("steel")
+  assert float(model.solver.pair_table[rubber, steel, 0]) == 0.8
+  assert rubber in np.asarray(model.collision.shapes.material)
+  # Past the bucket: a fifth body recompiles once.
+  _spheres_at(world, [6, 7, 8])
+  world.integrate()
+  assert world_module._STEP._cache_size() == 2
+
+
+def test_added_sphere_inside_a_bucket_behaves_like_one_compiled_for_it():
+  """The padded rows are inert: a sphere added into a padded row falls and lands like the
+  same sphere in a world compiled without padding."""
+  world = rj.World()
+  world.addGround()
+  world.addSphere(0.1, 1.0).setPosition(3, 0, 0.1)
+  world.integrate()
+  late = world.addSphere(0.1, 1.0)
+  late.setPosition(0, 0, 0.5)
+  for _ in range(400):
+    world.integrate()
+  # Closed form: free fall from 0.5 m to contact at 0.1 m; then at rest on the ground.
+  assert late.getPosition()[2] == pytest.approx(0.1, abs=2e-4)
+  assert world.getContactSolverIterations() >= 1
+
+
+def test_a_world_leaves_the_users_float32_alone():
+  """Creating and stepping a float64 World does not switch the process to 64-bit: the
+  user's own JAX code next to it stays float32 (a fresh interpreter, since the test suite
+  itself enables x64)."""
+  script = textwrap.dedent("""
+      import jax, jax.numpy as jnp, numpy as np
+      import raisim_jax as rj
+      world = rj.World()
+      ball = world.addSphere(0.1, 1.0)
+      world.integrate()
+      model, state = world.compile()
+      assert state.bodies.position.dtype == np.float64, state.bodies.position.dtype
+      assert isinstance(ball.getPosition(), np.ndarray)
+      assert ball.getPosition().dtype == np.float64
+      assert not jax.config.jax_enable_x64
+      assert jnp.ones(3).dtype == jnp.float32
+      assert (jnp.arange(3.0) * 2).dtype == jnp.float32
+      print("ok")
+  """)
+  env = dict(os.environ, RAISIM_JAX_COMPILATION_CACHE="0", JAX_ENABLE_X64="0")
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.strip().endswith("ok")
+
+
+def test_pure_float64_compile_without_x64_says_how_to_enable_it():
+  script = textwrap.dedent("""
+      import jax.numpy as jnp
+      from raisim_jax.compile import compile_world
+      from raisim_jax.description import WorldDescription
+      try:
+        compile_world(WorldDescription(), jnp.float64)
+      except ValueError as error:
+        print(error)
+  """)
+  env = dict(os.environ, JAX_ENABLE_X64="0")
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+  assert "jax_enable_x64" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+def test_persistent_compilation_cache_respects_the_user(tmp_path):
+  """The default cache directory is set only while unset; the environment variable turns
+  it off or names another directory."""
+  script = textwrap.dedent("""
+      import jax
+      from raisim_jax import compilation_cache
+      print(compilation_cache.enable_default())
+      print(jax.config.jax_compilation_cache_dir)
+  """)
+
+  def run(**env):
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("JAX_COMPILATION_CACHE_DIR", "RAISIM_JAX_COMPILATION_CACHE")}
+    environment.update(env)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=environment, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+  default = run(XDG_CACHE_HOME=str(tmp_path))
+  assert default == [str(tmp_path / "raisim_jax" / "jax_compilation_cache")] * 2
+  assert run(RAISIM_JAX_COMPILATION_CACHE="0") == ["None", "None"]
+  assert run(RAISIM_JAX_COMPILATION_CACHE=str(tmp_path / "mine")) == [str(tmp_path / "mine")] * 2
+  users = str(tmp_path / "users")
+  assert run(JAX_COMPILATION_CACHE_DIR=users) == [users, users]
