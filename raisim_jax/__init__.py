@@ -18,13 +18,13 @@ from raisim_jax.types import IntegrationScheme as IntegrationScheme
 from raisim_jax.types import Model as Model
 from raisim_jax.types import ObjectType as ObjectType
 from raisim_jax.types import State as State
-from raisim_jax.objects import CompoundObjectChild as CompoundObjectChild
-from raisim_jax.objects import Transformation as Transformation
-from raisim_jax.articulated_system import ArticulatedSystemOption as ArticulatedSystemOption
+from raisim_jax.oo.objects import CompoundObjectChild as CompoundObjectChild
+from raisim_jax.oo.objects import Transformation as Transformation
+from raisim_jax.oo.articulated_system import ArticulatedSystemOption as ArticulatedSystemOption
 from raisim_jax.joint_springs import SpringElement as SpringElement
-from raisim_jax.world import COLLISION as COLLISION
-from raisim_jax.world import DivergenceError as DivergenceError
-from raisim_jax.world import World as World
+from raisim_jax.oo.world import COLLISION as COLLISION
+from raisim_jax.oo.world import DivergenceError as DivergenceError
+from raisim_jax.oo.world import World as World
 
 __all__ = [
     "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",

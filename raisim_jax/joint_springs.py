@@ -16,8 +16,8 @@ leaves (no recompile). The system's entry keeps the list (one source of truth).
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.io.articulated_description import (JOINT_PRISMATIC, JOINT_REVOLUTE,
-                                                    JOINT_SPHERICAL)
+from raisim_jax.types import (JOINT_PRISMATIC, JOINT_REVOLUTE,
+                              JOINT_SPHERICAL)
 
 
 class SpringElement:

@@ -38,6 +38,100 @@ class ObjectType(enum.IntEnum):
   ARTICULATED_SYSTEM = 9
 
 
+# ---- articulated systems ----------------------------------------------------------------------
+
+JOINT_FIXED = 0
+JOINT_FLOATING = 1
+JOINT_REVOLUTE = 2
+JOINT_PRISMATIC = 3
+JOINT_SPHERICAL = 4
+
+#: (num generalized coordinates, num generalized velocities) per joint type.
+JOINT_DIMS = {
+    JOINT_FIXED: (0, 0),
+    JOINT_FLOATING: (7, 6),
+    JOINT_REVOLUTE: (1, 1),
+    JOINT_PRISMATIC: (1, 1),
+    JOINT_SPHERICAL: (4, 3),
+}
+
+
+@dataclass
+class ArticulatedModel:
+  """A kinematic tree of `num_bodies` movable bodies, body i with parent joint i.
+
+  Leaves (B = num_bodies, nv = num_gv, nq = num_gc, F = number of frames):
+    joint_pos (B, 3), joint_rot (B, 3, 3): joint frame in the parent body frame (world for 0).
+    joint_axis (B, 3): unit axis in the joint frame (revolute / prismatic).
+    mass (B,), com (B, 3) body frame, inertia (B, 3, 3) about the COM in the body frame.
+    rotor_inertia (nv,), damping (nv,), stiffness (nv,): per generalized velocity.
+    spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
+    joint_lower (nq,), joint_upper (nq,) position limits (inf where absent); a spherical
+      joint's cone angle sits in joint_upper at its first coordinate (URDF <limit upper>);
+    velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve.
+    actuation_lower (nv,), actuation_upper (nv,): bounds on feed-forward + PD generalized
+      force (+-inf where absent or 0; URDF `effort` gives -effort / +effort).
+    p_gain (nv,), d_gain (nv,): PD gains (setPdGains), used when pd_enabled is 1.
+    pd_enabled (): 1.0 in PD_PLUS_FEEDFORWARD_TORQUE mode, 0.0 in FORCE_AND_TORQUE mode (a
+      float, so jax.grad w.r.t. the model works).
+    frame_pos (F, 3), frame_rot (F, 3, 3): frame pose in its body frame.
+  Static:
+    parent: parent body per body (-1 for the root); joint_type: JOINT_* code per body;
+    gc_offset/gv_offset, gc_dim/gv_dim per body; levels: body indices per tree depth;
+    dof_body: body of each generalized velocity; frame_body: body of each frame; names;
+    integration_scheme: IntegrationScheme code of the position update (dynamics/integrator.py).
+  """
+  joint_pos: jax.Array
+  joint_rot: jax.Array
+  joint_axis: jax.Array
+  mass: jax.Array
+  com: jax.Array
+  inertia: jax.Array
+  rotor_inertia: jax.Array
+  damping: jax.Array
+  stiffness: jax.Array
+  spring_mount: jax.Array
+  joint_lower: jax.Array
+  joint_upper: jax.Array
+  velocity_limit: jax.Array
+  actuation_lower: jax.Array
+  actuation_upper: jax.Array
+  p_gain: jax.Array
+  d_gain: jax.Array
+  pd_enabled: jax.Array
+  frame_pos: jax.Array
+  frame_rot: jax.Array
+  num_bodies: int = static_field()
+  num_gc: int = static_field()
+  num_gv: int = static_field()
+  fixed_base: bool = static_field()
+  parent: tuple = static_field()
+  joint_type: tuple = static_field()
+  gc_offset: tuple = static_field()
+  gv_offset: tuple = static_field()
+  gc_dim: tuple = static_field()
+  gv_dim: tuple = static_field()
+  levels: tuple = static_field()
+  dof_body: tuple = static_field()
+  frame_body: tuple = static_field()
+  body_names: tuple = static_field()
+  joint_names: tuple = static_field()
+  frame_names: tuple = static_field()
+  integration_scheme: int = static_field(default=1)
+
+  @property
+  def dtype(self):
+    return self.mass.dtype
+
+  def frame_index(self, name: str) -> int:
+    return self.frame_names.index(name)
+
+  def body_index(self, name: str) -> int:
+    return self.body_names.index(name)
+
+
+# ---- single bodies -----------------------------------------------------------------------------
+
 @dataclass
 class SingleBodyModel:
   """Inertial and damping parameters of the single-body objects, one row per body.
@@ -82,6 +176,35 @@ class BroadphaseType(enum.IntEnum):
   None_ = 0
   Sap3Axis = 1
   MultiBoxPrune = 2
+
+
+@dataclass
+class StepVelocity:
+  """Velocities of the single bodies over one step, world frame.
+
+  Attributes:
+    linear: (n, 3) COM velocity used to move the bodies (contact impulses add to it).
+    angular: (n, 3) midpoint angular velocity used to rotate the bodies.
+    gyroscopic_correction: (n, 3) end-of-step minus midpoint angular velocity (world frame at
+      the start of the step), zero for spheres and non-dynamic bodies.
+  """
+  linear: jax.Array
+  angular: jax.Array
+  gyroscopic_correction: jax.Array
+
+
+# ---- collision ---------------------------------------------------------------------------------
+
+@dataclass
+class ContactPoints:
+  position: jax.Array  # (K, 3) world, midway between the surfaces
+  normal: jax.Array    # (K, 3) world unit vector pointing to object A
+  depth: jax.Array     # (K,) penetration depth, > 0 when penetrating
+  valid: jax.Array     # (K,) bool
+
+  def flip(self):
+    """The same contacts with A and B exchanged (normals reversed)."""
+    return self.replace(normal=-self.normal)
 
 
 @dataclass
@@ -210,7 +333,7 @@ class Model:
     solver: SolverModel.
     gravity: (3,) m/s^2, world frame.
     time_step: () s.
-    articulated: tuple of dynamics.tree.ArticulatedModel, one per articulated system, in
+    articulated: tuple of ArticulatedModel, one per articulated system, in
       world order.
     joint_limits: JointLimitModel (the limited joints of every system).
     pins: PinModel (closed-loop pin constraints of every system).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax import world as world_module
+from raisim_jax.oo import world as world_module
 
 G = 9.81
 

@@ -18,10 +18,10 @@ from lxml import etree
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from raisim_jax.articulated_system import CoordinateFrame, Frame, JointType
+from raisim_jax.oo.articulated_system import CoordinateFrame, Frame, JointType
 from raisim_jax.dynamics.articulated_integrate import integrate_configuration
 from raisim_jax.types import BodyType, ControlMode, ObjectType
-from raisim_jax.world import World
+from raisim_jax.oo.world import World
 from tests.articulated import robots
 
 RSC = os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax import world as world_module
+from raisim_jax.oo import world as world_module
 
 
 def _spheres_at(world, xs):
@@ -217,7 +217,7 @@ def test_persistent_compilation_cache_respects_the_user(tmp_path):
   it off or names another directory."""
   script = textwrap.dedent("""
       import jax
-      from raisim_jax import compilation_cache
+      from raisim_jax.oo import compilation_cache
       print(compilation_cache.enable_default())
       print(jax.config.jax_compilation_cache_dir)
   """)

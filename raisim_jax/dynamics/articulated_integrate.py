@@ -29,7 +29,7 @@ import numpy as np
 
 from raisim_jax.dynamics import crba, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
-from raisim_jax.dynamics.tree import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
+from raisim_jax.types import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                       JOINT_SPHERICAL)
 from raisim_jax.math import quaternion, safe
 from raisim_jax.struct import dataclass

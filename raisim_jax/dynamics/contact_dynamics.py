@@ -50,7 +50,7 @@ from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import rotation
 from raisim_jax.struct import dataclass
-from raisim_jax.types import Contacts, Model, State
+from raisim_jax.types import Contacts, Model, State, StepVelocity
 
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
@@ -72,7 +72,7 @@ class ContactSolution:
     body_displacement: (n, 3) single-body position corrections (erp * depth).
     generalized_displacement: tuple of (nv_s,) articulated position corrections.
   """
-  velocity: single_body.StepVelocity
+  velocity: StepVelocity
   generalized_velocity: tuple
   contacts: Contacts
   joint_limits: object
@@ -177,7 +177,7 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
   return weight[:, None, None] * k
 
 
-def solve_contacts(model: Model, state: State, velocity: single_body.StepVelocity,
+def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=()) -> ContactSolution:
   """Solves the world's contact and joint-limit problem.
 

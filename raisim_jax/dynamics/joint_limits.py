@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax.dynamics.tree import JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
+from raisim_jax.types import JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
 from raisim_jax.math import safe
 from raisim_jax.types import JointLimitModel, JointLimitState
 from raisim_jax.host_arrays import device_zeros

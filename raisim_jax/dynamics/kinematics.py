@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.dynamics import tree as tree_lib
-from raisim_jax.dynamics.tree import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
                                       JOINT_REVOLUTE, JOINT_SPHERICAL, ArticulatedModel)
 from raisim_jax.math import quaternion, safe, spatial
 from raisim_jax.math.rotation import skew

@@ -19,23 +19,7 @@ import jax.numpy as jnp
 from raisim_jax.math import quaternion as quat
 from raisim_jax.math import rotation
 from raisim_jax.math import safe
-from raisim_jax.struct import dataclass
-from raisim_jax.types import BodyType, Model, State
-
-
-@dataclass
-class StepVelocity:
-  """Velocities of the single bodies over one step, world frame.
-
-  Attributes:
-    linear: (n, 3) COM velocity used to move the bodies (contact impulses add to it).
-    angular: (n, 3) midpoint angular velocity used to rotate the bodies.
-    gyroscopic_correction: (n, 3) end-of-step minus midpoint angular velocity (world frame at
-      the start of the step), zero for spheres and non-dynamic bodies.
-  """
-  linear: jax.Array
-  angular: jax.Array
-  gyroscopic_correction: jax.Array
+from raisim_jax.types import BodyType, Model, State, StepVelocity
 
 
 def inverse_mass(model: Model):

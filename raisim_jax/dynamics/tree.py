@@ -1,4 +1,4 @@
-"""Compile an `ArticulatedDescription` into the `ArticulatedModel` pytree.
+"""Compile an `ArticulatedDescription` into the `ArticulatedModel` pytree (types.py).
 
 Static metadata (hashable tuples) holds the topology; every physical number is an array leaf,
 so a batch of models can be vmapped (domain randomization) and differentiated.
@@ -13,87 +13,9 @@ import numpy as np
 
 from raisim_jax import validation
 from raisim_jax.host_arrays import device_array
-from raisim_jax.io.articulated_description import (
-    JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
-    ArticulatedDescription)
-from raisim_jax.struct import dataclass, static_field
-
-__all__ = ["ArticulatedModel", "compile_articulated", "JOINT_FIXED", "JOINT_FLOATING",
-           "JOINT_REVOLUTE", "JOINT_PRISMATIC", "JOINT_SPHERICAL"]
-
-
-@dataclass
-class ArticulatedModel:
-  """A kinematic tree of `num_bodies` movable bodies, body i with parent joint i.
-
-  Leaves (B = num_bodies, nv = num_gv, nq = num_gc, F = number of frames):
-    joint_pos (B, 3), joint_rot (B, 3, 3): joint frame in the parent body frame (world for 0).
-    joint_axis (B, 3): unit axis in the joint frame (revolute / prismatic).
-    mass (B,), com (B, 3) body frame, inertia (B, 3, 3) about the COM in the body frame.
-    rotor_inertia (nv,), damping (nv,), stiffness (nv,): per generalized velocity.
-    spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
-    joint_lower (nq,), joint_upper (nq,) position limits (inf where absent); a spherical
-      joint's cone angle sits in joint_upper at its first coordinate (URDF <limit upper>);
-    velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve.
-    actuation_lower (nv,), actuation_upper (nv,): bounds on feed-forward + PD generalized
-      force (+-inf where absent or 0; URDF `effort` gives -effort / +effort).
-    p_gain (nv,), d_gain (nv,): PD gains (setPdGains), used when pd_enabled is 1.
-    pd_enabled (): 1.0 in PD_PLUS_FEEDFORWARD_TORQUE mode, 0.0 in FORCE_AND_TORQUE mode (a
-      float, so jax.grad w.r.t. the model works).
-    frame_pos (F, 3), frame_rot (F, 3, 3): frame pose in its body frame.
-  Static:
-    parent: parent body per body (-1 for the root); joint_type: JOINT_* code per body;
-    gc_offset/gv_offset, gc_dim/gv_dim per body; levels: body indices per tree depth;
-    dof_body: body of each generalized velocity; frame_body: body of each frame; names;
-    integration_scheme: IntegrationScheme code of the position update (dynamics/integrator.py).
-  """
-  joint_pos: jnp.ndarray
-  joint_rot: jnp.ndarray
-  joint_axis: jnp.ndarray
-  mass: jnp.ndarray
-  com: jnp.ndarray
-  inertia: jnp.ndarray
-  rotor_inertia: jnp.ndarray
-  damping: jnp.ndarray
-  stiffness: jnp.ndarray
-  spring_mount: jnp.ndarray
-  joint_lower: jnp.ndarray
-  joint_upper: jnp.ndarray
-  velocity_limit: jnp.ndarray
-  actuation_lower: jnp.ndarray
-  actuation_upper: jnp.ndarray
-  p_gain: jnp.ndarray
-  d_gain: jnp.ndarray
-  pd_enabled: jnp.ndarray
-  frame_pos: jnp.ndarray
-  frame_rot: jnp.ndarray
-  num_bodies: int = static_field()
-  num_gc: int = static_field()
-  num_gv: int = static_field()
-  fixed_base: bool = static_field()
-  parent: tuple = static_field()
-  joint_type: tuple = static_field()
-  gc_offset: tuple = static_field()
-  gv_offset: tuple = static_field()
-  gc_dim: tuple = static_field()
-  gv_dim: tuple = static_field()
-  levels: tuple = static_field()
-  dof_body: tuple = static_field()
-  frame_body: tuple = static_field()
-  body_names: tuple = static_field()
-  joint_names: tuple = static_field()
-  frame_names: tuple = static_field()
-  integration_scheme: int = static_field(default=1)
-
-  @property
-  def dtype(self):
-    return self.mass.dtype
-
-  def frame_index(self, name: str) -> int:
-    return self.frame_names.index(name)
-
-  def body_index(self, name: str) -> int:
-    return self.body_names.index(name)
+from raisim_jax.io.articulated_description import ArticulatedDescription
+from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+                              JOINT_REVOLUTE, JOINT_SPHERICAL, ArticulatedModel)
 
 
 def compile_articulated(description: ArticulatedDescription, dtype=None) -> ArticulatedModel:

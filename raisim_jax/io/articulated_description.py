@@ -28,11 +28,8 @@ from typing import Optional
 
 import numpy as np
 
-JOINT_FIXED = 0
-JOINT_FLOATING = 1
-JOINT_REVOLUTE = 2
-JOINT_PRISMATIC = 3
-JOINT_SPHERICAL = 4
+from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+                              JOINT_REVOLUTE, JOINT_SPHERICAL)
 
 JOINT_TYPE_NAMES = {
     JOINT_FIXED: "fixed",
@@ -41,16 +38,6 @@ JOINT_TYPE_NAMES = {
     JOINT_PRISMATIC: "prismatic",
     JOINT_SPHERICAL: "spherical",
 }
-
-#: (num generalized coordinates, num generalized velocities) per joint type.
-JOINT_DIMS = {
-    JOINT_FIXED: (0, 0),
-    JOINT_FLOATING: (7, 6),
-    JOINT_REVOLUTE: (1, 1),
-    JOINT_PRISMATIC: (1, 1),
-    JOINT_SPHERICAL: (4, 3),
-}
-
 
 def rpy_to_matrix(rpy) -> np.ndarray:
   """URDF roll-pitch-yaw to a rotation matrix Rz(yaw) Ry(pitch) Rx(roll) (NumPy)."""

@@ -15,8 +15,7 @@ Each error names the source, the element, its line (URDF) and the offending valu
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.io.articulated_description import (
-    JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE)
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE)
 
 
 def _checked(ctx, what, line, check, value, name):

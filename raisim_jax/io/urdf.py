@@ -22,8 +22,9 @@ from lxml import etree
 
 from raisim_jax import validation
 from raisim_jax.io import number_checks
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                              JOINT_SPHERICAL)
 from raisim_jax.io.articulated_description import (
-    JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
     ArticulatedDescription, BodyDescription, FrameDescription, Geometry, Inertial, JointSpec,
     LinkSpec, PinSpec, rpy_to_matrix)
 

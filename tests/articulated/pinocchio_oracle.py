@@ -9,8 +9,8 @@ joint types such as `spherical`).
 import numpy as np
 import pinocchio as pin
 
-from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
-                                                    JOINT_REVOLUTE, JOINT_SPHERICAL)
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+                              JOINT_REVOLUTE, JOINT_SPHERICAL)
 
 
 def quat_wxyz_to_matrix(q):
@@ -41,7 +41,7 @@ class PinocchioOracle:
     self.nq = description.gc_dim
     offs_q, offs_v = [], []
     oq = ov = 0
-    from raisim_jax.io.articulated_description import JOINT_DIMS
+    from raisim_jax.types import JOINT_DIMS
     for b in self.bodies:
       offs_q.append(oq)
       offs_v.append(ov)

@@ -9,7 +9,7 @@ import numpy as np
 import pybullet_data
 
 from raisim_jax.dynamics.tree import compile_articulated
-from raisim_jax.io.articulated_description import JOINT_FLOATING, JOINT_SPHERICAL
+from raisim_jax.types import JOINT_FLOATING, JOINT_SPHERICAL
 from raisim_jax.io.urdf import load_urdf
 from tests.articulated import pinocchio_oracle
 

@@ -32,7 +32,7 @@ from raisim_jax.collision.narrowphase.capsule import (collide_box_capsule,
                                                       collide_capsule_capsule,
                                                       collide_cone_capsule,
                                                       collide_cylinder_capsule)
-from raisim_jax.collision.narrowphase.contact_points import ContactPoints
+from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.halfspace import (collide_box_halfspace,
                                                         collide_capsule_halfspace,
                                                         collide_cone_halfspace,

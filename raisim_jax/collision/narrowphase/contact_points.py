@@ -1,20 +1,9 @@
-"""The narrowphase's output type and the small constructors the pair families share."""
+"""Small constructors of the narrowphase's output type (`types.ContactPoints`) that the pair
+families share."""
 
 import jax.numpy as jnp
 
-from raisim_jax.struct import dataclass
-
-
-@dataclass
-class ContactPoints:
-  position: jnp.ndarray  # (K, 3) world, midway between the surfaces
-  normal: jnp.ndarray    # (K, 3) world unit vector pointing to object A
-  depth: jnp.ndarray     # (K,) penetration depth, > 0 when penetrating
-  valid: jnp.ndarray     # (K,) bool
-
-  def flip(self):
-    """The same contacts with A and B exchanged (normals reversed)."""
-    return self.replace(normal=-self.normal)
+from raisim_jax.types import ContactPoints
 
 
 def ez(dtype):

@@ -5,7 +5,8 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision.narrowphase import geometry
-from raisim_jax.collision.narrowphase.contact_points import ContactPoints, ez, one
+from raisim_jax.collision.narrowphase.contact_points import ez, one
+from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe

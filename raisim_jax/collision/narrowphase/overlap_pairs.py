@@ -4,7 +4,7 @@ ends, collision/feature_manifold.py): 9 slots (main + 4 + 4)."""
 
 from raisim_jax.collision import feature_manifold as _features
 from raisim_jax.collision import overlap as _overlap
-from raisim_jax.collision.narrowphase.contact_points import ContactPoints
+from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 

@@ -13,7 +13,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from raisim_jax.collision.narrowphase.contact_points import ContactPoints
+from raisim_jax.types import ContactPoints
 from raisim_jax.collision.shapes import ShapeType
 
 

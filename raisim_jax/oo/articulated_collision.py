@@ -14,7 +14,7 @@ joint frame after the joint motion).
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.precision import in_world_precision
+from raisim_jax.oo.precision import in_world_precision
 
 # Number of shape parameters each URDF geometry takes (RaiSim's setCollisionBodyShapeParameters).
 SHAPE_PARAMETERS = {"sphere": ("radius",), "cylinder": ("radius", "length"),

@@ -26,15 +26,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import articulated_collision, joint_springs, validation
+from raisim_jax import joint_springs, validation
+from raisim_jax.oo import articulated_collision
 from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import compile_articulated
-from raisim_jax.io.articulated_description import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
-                                                    JOINT_REVOLUTE, JOINT_SPHERICAL)
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+                              JOINT_REVOLUTE, JOINT_SPHERICAL)
 from raisim_jax.math import quaternion as quat_math
-from raisim_jax.objects import Object
-from raisim_jax.precision import in_world_precision
+from raisim_jax.oo.objects import Object
+from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.types import BodyType, ControlMode, IntegrationScheme, ObjectType
 
 

@@ -4,7 +4,7 @@ its two objects. Vectors are numpy arrays; the numbers come from the pure state.
 import numpy as np
 
 from raisim_jax.types import BodyType
-from raisim_jax.precision import in_world_precision
+from raisim_jax.oo.precision import in_world_precision
 
 
 @in_world_precision

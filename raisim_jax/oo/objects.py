@@ -7,7 +7,7 @@ ones. No physics here: quantities such as energies come from the pure core.
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.precision import in_world_precision
+from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion as quat_math
 from raisim_jax.types import BodyType, ObjectType

@@ -13,22 +13,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import compilation_cache, objects, precision, validation
-from raisim_jax.precision import in_world_precision
-from raisim_jax.articulated_system import ArticulatedSystem, ArticulatedSystemOption
+from raisim_jax import validation
+from raisim_jax.oo import compilation_cache, objects, precision
+from raisim_jax.oo.precision import in_world_precision
+from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, collision_model, compile_world,
                                 material_names, material_table, resolve_dtype,
                                 with_solver_settings)
 from raisim_jax.host_arrays import device_array
-from raisim_jax.contact import Contact
+from raisim_jax.oo.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
 from raisim_jax.io import urdf
-from raisim_jax.ray_collision import RayCollisionItem, RayCollisionList
+from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
