@@ -197,6 +197,34 @@ def _padded(description, capacity):
                                                                 for _ in range(missing)])
 
 
+_UNSUPPORTED_CONTACT_SETTINGS = {
+    "gjkMaxIterations": "the narrowphase has no GJK (closed forms, SAT, exact minimum overlap)",
+    "gjkTolerance": "the narrowphase has no GJK (closed forms, SAT, exact minimum overlap)",
+    "epaMaxIterations": "the narrowphase has no EPA (closed forms, SAT, exact minimum overlap)",
+    "epaTolerance": "the narrowphase has no EPA (closed forms, SAT, exact minimum overlap)",
+    "sweptCcdEnabled": "swept continuous collision detection is not implemented; fast thin "
+                       "objects rely on the speculative margin (sweptCcdSpeculativeMargin)",
+    "sweptCcdMinSpeed": "swept continuous collision detection is not implemented",
+}
+
+
+def check_contact_settings(settings):
+  """Raises ValueError for a ContactSettings field this engine cannot honour (set to other
+  than its default) or a maxContactsPerPair outside [1, 8]."""
+  default = type(settings)()
+  for name, why in _UNSUPPORTED_CONTACT_SETTINGS.items():
+    if getattr(settings, name) != getattr(default, name):
+      raise ValueError(f"ContactSettings.{name} = {getattr(settings, name)!r} is not "
+                       f"supported: {why}; leave it at {getattr(default, name)!r}")
+  max_points = int(settings.maxContactsPerPair)
+  if not 1 <= max_points <= detection.KEY_STRIDE:
+    raise ValueError(f"ContactSettings.maxContactsPerPair must be in [1, 8], got {max_points}")
+  margin = float(settings.sweptCcdSpeculativeMargin)
+  if not (np.isfinite(margin) and margin >= 0):
+    raise ValueError(f"ContactSettings.sweptCcdSpeculativeMargin must be finite and >= 0, "
+                     f"got {margin}")
+
+
 def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   """The CollisionModel of a world description: shape tables (sizes, offsets, materials as
   rows of `names`, filters, bodies), candidate pair groups and broadphase settings.
@@ -208,16 +236,18 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   model without recompiling the step."""
   description = _padded(description, capacity)
   settings = description.contact_settings
+  check_contact_settings(settings)
   max_points = int(settings.maxContactsPerPair)
-  if not 1 <= max_points <= detection.KEY_STRIDE:
-    raise ValueError(f"ContactSettings.maxContactsPerPair must be in [1, 8], got {max_points}")
   broadphase_type = BroadphaseType(int(settings.broadphase.type))
   material_id = {name: i for i, name in enumerate(names)}
   by_type = {}
   for body_index, body in enumerate(description.bodies):
     for shape in body.shapes:
+      # Shapes are placed relative to the body's COM (the state's position).
+      relative = dataclasses.replace(shape, position=np.asarray(shape.position, float)
+                                     - np.asarray(body.com, float))
       by_type.setdefault(int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), []).append(
-          (body_index, shape, body.collision_group, body.collision_mask, -1))
+          (body_index, relative, body.collision_group, body.collision_mask, -1))
   block_rows = dict(capacity.shapes)
   rows = []   # (body, shape type, CollisionShape, group, mask, fixed body or -1)
   for code in sorted(set(by_type) | {c for c, n in block_rows.items() if n > 0}):
@@ -335,7 +365,6 @@ def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
   body_model = SingleBodyModel(
       mass=stack([b.mass for b in bodies], ()),
       inertia_body=stack([b.inertia for b in bodies], (3, 3)),
-      com_body=stack([b.com for b in bodies], (3,)),
       linear_damping=stack([b.linear_damping for b in bodies], ()),
       angular_damping=stack([b.angular_damping for b in bodies], (3,)),
       body_type=device_array(np.reshape([int(b.body_type) for b in bodies], len(bodies)), jnp.int32),

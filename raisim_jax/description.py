@@ -19,7 +19,8 @@ class CollisionShape:
     object_type: ObjectType of the primitive (SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE).
     size: (4,) RaiSim objectParam: sphere (r), box (x, y, z), capsule/cylinder/cone (r, h),
       halfspace (height).
-    position: (3,) shape origin in the body frame, relative to the body's COM.
+    position: (3,) shape origin in the body frame (a single body's frame: its `com` is the
+      COM's position in it; an articulated link's frame: the joint frame).
     rotation: (3, 3) shape frame -> body frame.
     material: contact material name.
   """
@@ -32,7 +33,10 @@ class CollisionShape:
 
 @dataclasses.dataclass
 class SingleBodyDescription:
-  """A single-body object: inertia, collision shapes, body type, collision filter and state."""
+  """A single-body object: inertia, collision shapes, body type, collision filter and state.
+
+  `com` is the centre of mass in the body frame (the frame the shapes are placed in); the
+  state (`position`, ...) is the COM's, so the shapes sit at position + R (shape - com)."""
   name: str
   object_type: ObjectType
   size: np.ndarray
@@ -86,8 +90,9 @@ class BroadphaseSettings:
 class ContactSettings:
   """RaiSim's contact::ContactSettings with the spec's defaults.
 
-  The GJK/EPA fields are accepted for API compatibility; the narrowphase uses fixed
-  iteration counts (see docs/narrowphase.md)."""
+  The GJK/EPA fields and swept CCD have no counterpart here (the narrowphase uses closed
+  forms, SAT and an exact minimum overlap, docs/narrowphase.md; no swept CCD): other values
+  than the defaults are rejected (compile.check_contact_settings)."""
   gjkMaxIterations: int = 32
   gjkTolerance: float = 1e-6
   epaMaxIterations: int = 64
@@ -126,7 +131,8 @@ class ArticulatedEntry:
       parent body never collide.
     ignored_body_pairs: set of sorted (body, body) index pairs that never collide
       (ignoreCollisionBetween).
-    integration_scheme: IntegrationScheme code (dynamics/integrator.py).
+    integration_scheme: IntegrationScheme code (types.IntegrationScheme; the position update
+      is in dynamics/articulated_integrate.py).
     p_gain, d_gain: (nv,) PD gains (None: zero).
     control_mode: 0 FORCE_AND_TORQUE, 1 PD_PLUS_FEEDFORWARD_TORQUE.
     actuation_lower, actuation_upper: (nv,) generalized-force bounds (None: from the URDF's

@@ -79,7 +79,8 @@ class ArticulatedModel:
     parent: parent body per body (-1 for the root); joint_type: JOINT_* code per body;
     gc_offset/gv_offset, gc_dim/gv_dim per body; levels: body indices per tree depth;
     dof_body: body of each generalized velocity; frame_body: body of each frame; names;
-    integration_scheme: IntegrationScheme code of the position update (dynamics/integrator.py).
+    integration_scheme: IntegrationScheme code of the position update
+      (dynamics/articulated_integrate.py).
   """
   joint_pos: jax.Array
   joint_rot: jax.Array
@@ -139,15 +140,12 @@ class SingleBodyModel:
   Attributes:
     mass: (n,) kg. Ignored (may be 0) for STATIC and KINEMATIC bodies.
     inertia_body: (n, 3, 3) inertia about the COM, body frame.
-    com_body: (n, 3) COM in the body (shape) frame; the state's position is the COM, so this
-      only places collision shapes: shape origin = position - R @ com_body.
     linear_damping: (n,) N s/m, drag force -c v (world frame).
     angular_damping: (n, 3) N m s, drag torque -diag(c) Omega (body frame).
     body_type: (n,) int32 BodyType codes (a leaf: setBodyType needs no recompile).
   """
   mass: jax.Array
   inertia_body: jax.Array
-  com_body: jax.Array
   linear_damping: jax.Array
   angular_damping: jax.Array
   body_type: jax.Array

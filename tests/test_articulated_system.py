@@ -412,6 +412,31 @@ def test_pendulum_closed_forms(pendulum):
   np.testing.assert_allclose(system.getRotorInertia(), [0.0])
 
 
+def test_mass_edited_in_place_then_updateMassInfo_changes_the_dynamics(pendulum):
+  """RaiSim's pattern: getMass()[i] = m; getBodyCOM_B()[i] = c; updateMassInfo(). The
+  hinge inertia becomes iyy + m l^2 with the new values (closed form), and only after
+  updateMassInfo()."""
+  world, system = pendulum
+  system.setState([0.8], [0.0])
+  m, l, iyy = 2.0, 0.5, 0.1
+  masses = system.getMass()
+  masses[1] = 3.0
+  system.getBodyCOM_B()[1] = [0.0, 0.0, -0.4]
+  np.testing.assert_allclose(system.getMassMatrix(), [[iyy + m * l * l]], rtol=1e-12)
+  system.updateMassInfo()
+  np.testing.assert_allclose(system.getMassMatrix(), [[iyy + 3.0 * 0.4 ** 2]], rtol=1e-12)
+  assert system.getTotalMass() == pytest.approx(3.0)
+  # The edit survives a structural recompile (the description holds it).
+  world.addSphere(0.1, 1.0).setPosition(5, 0, 0)
+  np.testing.assert_allclose(system.getMassMatrix(), [[iyy + 3.0 * 0.4 ** 2]], rtol=1e-12)
+  # A bad in-place edit is rejected by updateMassInfo, naming the entry.
+  system.getMass()[1] = -1.0
+  with pytest.raises(ValueError, match=r"getMass\(\)\[1\]"):
+    system.updateMassInfo()
+  with pytest.raises(ValueError, match="read-only"):
+    system.getJointPos_P()[0, 0] = 1.0
+
+
 def _pendulum_acceleration(theta):
   """theta'' of the frictionless pendulum, I theta'' = -m g l sin(theta)."""
   return -PENDULUM_MASS * 9.81 * PENDULUM_COM_DEPTH * np.sin(theta) / HINGE_INERTIA

@@ -147,8 +147,8 @@ def test_mass_inertia_com_setters(world):
   box.setCom([0.1, 0.2, 0.3])
   np.testing.assert_array_equal(box.getCom(), [0.1, 0.2, 0.3])
   np.testing.assert_array_equal(box.getBodyToComPosition_rs(), [0.1, 0.2, 0.3])
-  model, _ = world.compile()
-  np.testing.assert_array_equal(model.bodies.com_body[0], [0.1, 0.2, 0.3])
+  model, _ = world.compile()   # the box's shape now sits at -com from the COM
+  np.testing.assert_allclose(model.collision.shapes.position_body[0], [-0.1, -0.2, -0.3])
 
 
 def test_energies_and_momentum(world):
@@ -214,8 +214,11 @@ def test_compound_has_given_inertia_and_children(world):
   np.testing.assert_array_equal(compound.getCom(), [0.2, 0, 0])
   assert len(compound.getObjList()) == 2
   assert compound.getObjectType() == rj.ObjectType.COMPOUND
-  # Children are placed relative to the COM (the body's reference point).
-  np.testing.assert_allclose(compound._description.shapes[1].position, [0.3, 0, 0])
+  # Children are placed in the compound frame; the compiled shapes sit relative to the COM
+  # (the body's reference point): 0.5 - 0.2 = 0.3 m along x.
+  model, _ = world.compile()
+  offsets = np.asarray(model.collision.shapes.position_body)
+  assert any(np.allclose(row, [0.3, 0, 0]) for row in offsets)
   compound.setAngularVelocity([0, 0, 1.0])
   world.setGravity([0, 0, 0])
   world.integrate()
@@ -289,3 +292,42 @@ def test_sequences_of_adds_and_removes_after_stepping_keep_every_state():
   np.testing.assert_allclose(extra[0].getPosition(), [50, 0, 1], atol=1e-12)
   np.testing.assert_allclose(extra[1].getPosition(), [60, 0, 1], atol=1e-12)
   assert len(world.getObjList()) == 4
+
+
+def test_setCom_moves_the_centre_of_mass_and_keeps_the_geometry_in_place(world):
+  """A 0.2 m box resting on the ground: moving its COM 0.15 m along x (outside the footprint)
+  keeps its faces where they were (a ray hits the top face at the same height; the resting
+  contacts stay) and makes it tip over about the +x bottom edge, as statics says; the COM
+  moved by R (com - old com)."""
+  world.addGround()
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  box.setPosition(0, 0, 0.1)
+  for _ in range(50):
+    world.integrate()
+  top = world.rayTest([0.05, 0.05, 1], [0, 0, -1], 2)[0].getPosition()[2]
+  before = box.getPosition()
+  box.setCom([0.15, 0, 0])
+  np.testing.assert_allclose(box.getPosition(), before + [0.15, 0, 0], atol=1e-12)
+  np.testing.assert_array_equal(box.getCom(), [0.15, 0, 0])
+  assert world.rayTest([0.05, 0.05, 1], [0, 0, -1], 2)[0].getPosition()[2] == pytest.approx(
+      top, abs=1e-9)
+  for _ in range(300):
+    world.integrate()
+  # Tipping over the +x bottom edge: the body x axis turns downwards.
+  tilt = np.degrees(np.arccos(np.clip(box.getRotationMatrix()[2, 2], -1, 1)))
+  assert tilt > 30
+  assert box.getRotationMatrix()[2, 0] < 0   # the body x axis points downwards
+  centred = world.addBox(0.2, 0.2, 0.2, 1.0)
+  centred.setPosition(2, 0, 0.1)
+  for _ in range(300):
+    world.integrate()
+  assert centred.getRotationMatrix()[2, 2] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_getters_of_parameters_return_read_only_copies(world):
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  for array in (box.getInertiaMatrix_B(), box.getCom(), box.getAngularDamping()):
+    with pytest.raises(ValueError, match="read-only"):
+      array[0] = 1.0
+  box.setInertia(np.diag([1.0, 2.0, 3.0]))            # the edit path
+  np.testing.assert_array_equal(box.getInertiaMatrix_B(), np.diag([1.0, 2.0, 3.0]))

@@ -237,3 +237,22 @@ def test_persistent_compilation_cache_respects_the_user(tmp_path):
   assert run(RAISIM_JAX_COMPILATION_CACHE=str(tmp_path / "mine")) == [str(tmp_path / "mine")] * 2
   users = str(tmp_path / "users")
   assert run(JAX_COMPILATION_CACHE_DIR=users) == [users, users]
+
+
+def test_settings_without_a_counterpart_are_rejected_not_ignored():
+  world = rj.World()
+  for field, value in (("gjkMaxIterations", 10), ("epaTolerance", 1e-3),
+                       ("sweptCcdEnabled", True), ("sweptCcdMinSpeed", 1.0)):
+    settings = world.getContactSettings()
+    setattr(settings, field, value)
+    with pytest.raises(ValueError, match=f"ContactSettings.{field} .* is not supported"):
+      world.setContactSettings(settings)
+  with pytest.raises(ValueError, match="'erp2'.*not supported"):
+    world.setERP(0.2, 0.1)
+  with pytest.raises(TypeError, match="modules or template parameters"):
+    world.addArticulatedSystem("rsc/urdf/pendulum.urdf", ["module.urdf"])
+  settings = world.getContactSettings()
+  settings.sweptCcdSpeculativeMargin = 2e-4      # supported settings still work
+  world.setContactSettings(settings)
+  world.setERP(0.3)
+  assert world.getContactSettings().sweptCcdSpeculativeMargin == 2e-4

@@ -68,9 +68,9 @@ def bounce_velocity(restitution, threshold, impact_speed):
   """Target separation speed after impact: c_r * max(0, v_i - r_th).
 
   `impact_speed` is the approach speed, -c_z (positive when approaching). The spec writes
-  "c_th (v_i - c_th)", evidently a typo; this reading (anchors.md 4.3) is continuous in v_i (no
-  jump at the threshold, good for gradients) and gives no bounce below the threshold. Change the
-  interpretation here only.
+  "c_th (v_i - c_th)", evidently a typo; this reading (docs/contact_solver.md) is continuous
+  in v_i (no jump at the threshold, good for gradients) and gives no bounce below the
+  threshold. Change the interpretation here only.
   """
   return restitution * jnp.maximum(impact_speed - threshold, 0.0)
 

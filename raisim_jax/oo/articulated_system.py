@@ -514,57 +514,87 @@ class ArticulatedSystem(Object):
   def getTotalMass(self) -> float:
     return float(np.sum(_np(self._model().mass)))
 
+  # ---- mass properties: RaiSim's edit-in-place getters + updateMassInfo() -------------------
+  # getMass() / getInertia() / getBodyCOM_B() hand out an edit buffer (a copy of the model's
+  # values, kept until the next updateMassInfo() or mass setter); writing into it and calling
+  # updateMassInfo() applies the edits, as in RaiSim. The description and the model leaf stay
+  # the only stored values; the buffers are pending edits.
+  def _mass_buffer(self, field):
+    buffers = self.__dict__.setdefault("_mass_edits", {})
+    if field not in buffers:
+      buffers[field] = _np(getattr(self._model(), field))
+    return buffers[field]
+
   def getMass(self, bodyIdx=None):
-    """getMass() -> (B,) body masses; getMass(bodyIdx) -> float."""
-    mass = _np(self._model().mass)
+    """getMass() -> (B,) body masses, editable in place (apply with updateMassInfo());
+    getMass(bodyIdx) -> float."""
     if bodyIdx is None:
-      return mass
-    return float(mass[self._body(bodyIdx)])
+      return self._mass_buffer("mass")
+    return float(_np(self._model().mass)[self._body(bodyIdx)])
+
+  def getInertia(self):
+    """(B, 3, 3) inertia of each body about its COM, body frame; editable in place (apply
+    with updateMassInfo())."""
+    return self._mass_buffer("inertia")
+
+  def getBodyCOM_B(self):
+    """(B, 3) COM of each body in its body frame; editable in place (apply with
+    updateMassInfo())."""
+    return self._mass_buffer("com")
+
+  def updateMassInfo(self):
+    """Applies in-place edits of getMass() / getInertia() / getBodyCOM_B() arrays (checked
+    like the setters); composite quantities are computed on demand from them."""
+    edits = self.__dict__.pop("_mass_edits", {})
+    if not edits:
+      return
+    model = self._model()
+    bodies = self._entry.description.bodies
+    checks = {"mass": lambda v, name: validation.positive(v, name),
+              "inertia": lambda v, name: validation.inertia(v, name),
+              "com": lambda v, name: validation.vector(v, 3, name)}
+    getter = {"mass": "getMass()", "inertia": "getInertia()", "com": "getBodyCOM_B()"}
+    leaves = {}
+    for field, values in edits.items():
+      values = np.asarray(values, np.float64)
+      current = _np(getattr(model, field))
+      for b in range(len(bodies)):   # edited entries are checked like the setters' arguments
+        if not np.array_equal(values[b], current[b]):
+          checks[field](values[b], f"{getter[field]}[{b}]")
+      leaves[field] = values
+    for field, values in leaves.items():
+      for b, body in enumerate(bodies):
+        setattr(body, field, float(values[b]) if field == "mass" else values[b].copy())
+    self._write_model(**leaves)
 
   def _write_model(self, **leaves):
     model = self._model()
     self._world._write_articulated_model(self, model.replace(**{
         k: jnp.asarray(v, model.dtype) for k, v in leaves.items()}))
 
+  def _set_body_mass_property(self, field, body, value):
+    """Writes one body's mass, inertia or COM (description and model leaf); pending
+    in-place edits of that field are dropped (the setter wins)."""
+    self.__dict__.get("_mass_edits", {}).pop(field, None)
+    values = _np(getattr(self._model(), field))
+    values[body] = value
+    setattr(self._entry.description.bodies[body], field,
+            float(value) if field == "mass" else np.array(value, np.float64))
+    self._write_model(**{field: values})
+
   def setMass(self, bodyIdx, value):
-    """Mass of one body; takes effect at once (the next step uses it; updateMassInfo is not
-    needed but harmless). The description is kept in sync for structural recompiles."""
-    body = self._body(bodyIdx)
-    value = validation.positive(value, "value")
-    mass = self.getMass()
-    mass[body] = value
-    self._entry.description.bodies[body].mass = value
-    self._write_model(mass=mass)
-
-  def updateMassInfo(self):
-    """No-op: composite masses / COMs are computed on demand."""
-
-  def getInertia(self):
-    """(B, 3, 3) inertia of each body about its COM, body frame."""
-    return _np(self._model().inertia)
+    """Mass of one body; takes effect at once (the next step uses it)."""
+    self._set_body_mass_property("mass", self._body(bodyIdx),
+                                 validation.positive(value, "value"))
 
   def setInertia(self, bodyIdx, inertia):
-    """Inertia (3, 3) about the COM, body frame, of one body (RaiSim edits getInertia()[i]
-    in place; a NumPy copy cannot, hence this setter)."""
-    body = self._body(bodyIdx)
-    inertia = validation.inertia(inertia, "inertia")
-    values = self.getInertia()
-    values[body] = inertia
-    self._entry.description.bodies[body].inertia = inertia.copy()
-    self._write_model(inertia=values)
-
-  def getBodyCOM_B(self):
-    """(B, 3) COM of each body in its body frame."""
-    return _np(self._model().com)
+    """Inertia (3, 3) about the COM, body frame, of one body."""
+    self._set_body_mass_property("inertia", self._body(bodyIdx),
+                                 validation.inertia(inertia, "inertia"))
 
   def setBodyCOM_B(self, bodyIdx, com):
-    """COM (3,) of one body in its body frame (in-place edit of getBodyCOM_B() in RaiSim)."""
-    body = self._body(bodyIdx)
-    com = validation.vector(com, 3, "com")
-    values = self.getBodyCOM_B()
-    values[body] = com
-    self._entry.description.bodies[body].com = com.copy()
-    self._write_model(com=values)
+    """COM (3,) of one body in its body frame."""
+    self._set_body_mass_property("com", self._body(bodyIdx), validation.vector(com, 3, "com"))
 
   def getBodyCOM_W(self):
     """(B, 3) COM of each body, world frame."""
@@ -827,8 +857,11 @@ class ArticulatedSystem(Object):
 
   # ---- joints ---------------------------------------------------------------------------------
   def getJointPos_P(self):
-    """(B, 3) joint position in its parent body frame (world for body 0)."""
-    return _np(self._model().joint_pos)
+    """(B, 3) joint position in its parent body frame (world for body 0); a read-only copy
+    (the joint placement is structure: it changes with setBasePos for a fixed base)."""
+    values = _np(self._model().joint_pos)
+    values.flags.writeable = False
+    return values
 
   def getJointOrientation_P(self):
     """(B, 3, 3) joint frame orientation in its parent body frame."""

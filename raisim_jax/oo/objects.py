@@ -17,7 +17,15 @@ def _np(x):
   return np.array(x, dtype=np.float64)
 
 
-_DESCRIPTION_FIELD = {"mass": "mass", "inertia_body": "inertia", "com_body": "com",
+def _read_only(x):
+  """A float64 copy that raises on write: RaiSim's getters return references that scripts
+  edit in place; here the setters are the edit path (writing the copy would do nothing)."""
+  array = _np(x)
+  array.flags.writeable = False
+  return array
+
+
+_DESCRIPTION_FIELD = {"mass": "mass", "inertia_body": "inertia",
                       "linear_damping": "linear_damping", "angular_damping": "angular_damping",
                       "body_type": "body_type"}
 
@@ -69,7 +77,7 @@ class SingleBodyObject(Object):
   def _body_model(self, field):
     """A physical parameter; the description is kept equal to the model leaf by every setter,
     so reading it needs no compile."""
-    return _np(getattr(self._description, _DESCRIPTION_FIELD[field]))
+    return _read_only(getattr(self._description, _DESCRIPTION_FIELD[field]))
 
   # ---- pose -----------------------------------------------------------------------------
   def getPosition(self, *args):
@@ -86,7 +94,7 @@ class SingleBodyObject(Object):
     return self._body_state("position")
 
   def getBodyToComPosition_rs(self):
-    return _np(self._description.com)
+    return _read_only(self._description.com)
 
   def getQuaternion(self):
     return self._body_state("quaternion")
@@ -160,11 +168,20 @@ class SingleBodyObject(Object):
     self._world._write_body_model(self, inertia=validation.inertia(inertia, "inertia"))
 
   def getCom(self):
-    """The COM in the body frame (RaiSim's `getCom`)."""
-    return _np(self._description.com)
+    """The COM (3,) in the body frame, the frame the collision shapes are placed in
+    (RaiSim's `getCom`; a read-only copy: edit with setCom)."""
+    return _read_only(self._description.com)
 
   def setCom(self, com):
-    self._world._write_body_model(self, com=validation.vector(com, 3, "com"))
+    """Moves the centre of mass to `com` (body frame). The geometry stays where it is in the
+    world; the body's position (its COM) moves by R (com - old com), and the body now
+    rotates about the new COM."""
+    com = validation.vector(com, 3, "com")
+    shift = self.getRotationMatrix() @ (com - np.asarray(self._description.com, float))
+    position = self.getPosition() + shift
+    self._description.com = com
+    self._set_body_state(position=position)
+    self._world._collision_geometry_changed()
 
   # ---- energy and momentum (from the pure core) ----------------------------------------
   def _core(self, function, *args):

@@ -7,6 +7,7 @@ state or a physical parameter writes new leaves and reuses the compiled step.
 
 import copy
 import dataclasses
+import os
 import warnings
 
 import jax
@@ -19,7 +20,8 @@ from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
-from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, collision_model, compile_world,
+from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, check_contact_settings,
+                                collision_model, compile_world,
                                 material_names, material_table, resolve_dtype,
                                 with_solver_settings)
 from raisim_jax.host_arrays import device_array
@@ -99,7 +101,7 @@ _VIEW_CLASS = {
     ObjectType.COMPOUND: objects.Compound,
 }
 
-_BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body", "com": "com_body",
+_BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body",
                      "linear_damping": "linear_damping", "angular_damping": "angular_damping",
                      "body_type": "body_type"}
 
@@ -421,7 +423,7 @@ class World:
         raise ValueError(f"children[{k}].objectParam must be positive, got {size[:count]}")
       shapes.append(CollisionShape(
           child.objectType, size,
-          position=validation.vector(child.trans.pos, 3, f"children[{k}].trans.pos") - com,
+          position=validation.vector(child.trans.pos, 3, f"children[{k}].trans.pos"),
           rotation=validation.rotation_matrix(child.trans.rot, f"children[{k}].trans.rot"),
           material=child.material))
     view = self._add_body(ObjectType.COMPOUND, [0, 0, 0, 0], mass, inertia, "default",
@@ -434,7 +436,15 @@ class World:
                            collisionGroup=1, collisionMask=-1, options=None):
     """Adds an articulated system from a URDF path, a URDF string (decided by content) or a
     `Child` tree (programmatic construction, spec option 4). Its generalized coordinate starts
-    at zero joint angles with an identity base orientation."""
+    at zero joint angles with an identity base orientation.
+
+    RaiSim's overloads that take URDF `modules` or template `params` as the second argument
+    are not supported yet: a list there raises instead of being read as `resPath`."""
+    if not isinstance(resPath, (str, os.PathLike)):
+      raise TypeError(
+          f"addArticulatedSystem: argument 'resPath' must be a path string, got "
+          f"{type(resPath).__name__}; the overloads with URDF modules or template parameters "
+          f"as the second argument are not supported yet")
     if options is None:
       options = ArticulatedSystemOption()
     if not isinstance(options, ArticulatedSystemOption):
@@ -709,6 +719,7 @@ class World:
     """Replaces the contact detection settings (recompiles on the next step)."""
     if not isinstance(settings, ContactSettings):
       raise ValueError("argument 'settings' must be a ContactSettings")
+    check_contact_settings(settings)
     self._description.contact_settings = copy.deepcopy(settings)
     self._structure_changed()
 

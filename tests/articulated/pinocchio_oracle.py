@@ -1,6 +1,6 @@
 """Pinocchio as an oracle for raisim_jax's articulated core, in RaiSim's conventions.
 
-See /work/shared/research/pinocchio_conventions.md. Two ways to get the Pinocchio model:
+RaiSim conventions mapped to Pinocchio's (quaternion order, velocity frames). Two ways to get the Pinocchio model:
 `from_urdf_text` (Pinocchio's own URDF parser: also checks our loader and fixed-link merging)
 and `from_description` (built joint by joint from our merged description: needed for RaiSim-only
 joint types such as `spherical`).
