@@ -256,3 +256,39 @@ def test_settings_without_a_counterpart_are_rejected_not_ignored():
   world.setContactSettings(settings)
   world.setERP(0.3)
   assert world.getContactSettings().sweptCcdSpeculativeMargin == 2e-4
+
+
+def test_a_second_run_loads_the_traced_step_and_steps_identically(tmp_path):
+  """The first run exports the traced step next to the compilation cache; a second run of
+  the same script loads it (no tracing) and produces the same trajectory bit for bit."""
+  script = textwrap.dedent("""
+      import numpy as np
+      import raisim_jax as rj
+      from raisim_jax.oo import exported_steps
+      world = rj.World()
+      world.addGround()
+      for k in range(5):
+        body = world.addSphere(0.1, 1.0) if k % 2 else world.addBox(0.2, 0.2, 0.2, 1.0)
+        body.setPosition(0.5 * k, 0, 0.3)
+      for _ in range(200):
+        world.integrate()
+      print(exported_steps.stats["exported"], exported_steps.stats["loaded"],
+            exported_steps.stats["fallback"])
+      print(repr(np.concatenate([o.getPosition() for o in world.getObjList()]).tolist()))
+  """)
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_X64")}
+  env["RAISIM_JAX_COMPILATION_CACHE"] = str(tmp_path)
+
+  def run():
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts, positions = out.stdout.strip().splitlines()[-2:]
+    return counts, positions
+
+  first_counts, first_positions = run()
+  second_counts, second_positions = run()
+  assert first_counts == "1 0 0" and second_counts == "0 1 0"
+  assert first_positions == second_positions
+  assert list((tmp_path / "raisim_jax_exported_steps").glob("step-*.stablehlo"))

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.oo import compilation_cache, objects, precision
+from raisim_jax.oo import compilation_cache, exported_steps, objects, precision
+from raisim_jax.oo.exported_steps import ExportedStep
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
@@ -38,12 +39,14 @@ from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detect
 from raisim_jax.types import BodyType, ObjectType
 
 
-# One compiled step per (bucketed) structure, shared by every World of the process; with the
-# persistent compilation cache (compilation_cache.py) also across processes.
-_STEP = jax.jit(step)
-_INTEGRATE1 = jax.jit(integrate1)
-_INTEGRATE2 = jax.jit(integrate2)
-_STEP_NO_CONTACT_DETECTION = jax.jit(step_no_contact_detection)
+# One compiled step per (bucketed) structure, shared by every World of the process; across
+# processes the traced step is stored (exported_steps.py) and its XLA compilation cached
+# (compilation_cache.py).
+_STEP = ExportedStep("step", step)
+_INTEGRATE1 = ExportedStep("integrate1", integrate1)
+_INTEGRATE2 = ExportedStep("integrate2", integrate2)
+_STEP_NO_CONTACT_DETECTION = ExportedStep("step_no_contact_detection",
+                                          step_no_contact_detection)
 _RAY_TEST = jax.jit(ray_test)
 
 def bucket_capacity(count: int) -> int:
@@ -135,7 +138,7 @@ class World:
     self._capacity_marks = {}     # "bodies" / ShapeType code -> compiled rows (never shrinks)
     self._compiled_capacity = None
     self._compiled_material_names = []
-    compilation_cache.enable_default()
+    exported_steps.use_directory(compilation_cache.enable_default())
 
   # ---- compile cache --------------------------------------------------------------------
   def _single_objects(self):
@@ -236,8 +239,10 @@ class World:
     if self._dirty:
       description, capacity = self._layout()
       self._compiled_material_names = self._material_names(description)
-      self._model, state = compile_world(description, self._dtype,
-                                         names=self._compiled_material_names, capacity=capacity)
+      model, state = compile_world(description, self._dtype,
+                                   names=self._compiled_material_names, capacity=capacity)
+      # Committed like the step's outputs, so the first and later steps share one executable.
+      self._model, state = jax.device_put((model, state), jax.devices()[0])
       self._compiled_capacity = capacity
       self._rows = {id(obj): row for row, obj in enumerate(self._single_objects())}
       self._set_state(state)
@@ -268,7 +273,7 @@ class World:
   def setState(self, state):
     """Replaces the world's State (e.g. one taken from a batched rollout)."""
     self._ensure_compiled()
-    self._set_state(state)
+    self._set_state(jax.device_put(state, jax.devices()[0]))
 
   # ---- writes from object views ---------------------------------------------------------
   def _write_body_state(self, obj, fields):
