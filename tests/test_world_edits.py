@@ -67,7 +67,7 @@ def _scene(world, kinds):
   return made
 
 
-@pytest.mark.parametrize("order", list(itertools.permutations(["add", "remove", "readd"]))[:4])
+@pytest.mark.parametrize("order", list(itertools.permutations(["add", "remove", "readd"])))
 def test_add_remove_readd_in_any_order_equals_a_fresh_world(order):
   """A world edited between steps ends in the state of a world built fresh with the same
   objects (same order, same states at the time of the edit)."""
