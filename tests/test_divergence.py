@@ -43,7 +43,8 @@ def test_non_finite_step_raises_naming_the_object_and_keeps_the_state():
 def test_finite_flag_is_per_world_in_a_batch_and_sticky():
   world, calm, wild = _two_balls()
   model, state = world.compile()
-  force = jnp.zeros((4, 2, 3)).at[2, 1, 0].set(jnp.nan)   # world 2's ball 'wild' gets NaN
+  rows = model.num_bodies   # the two balls, then the World's padding rows
+  force = jnp.zeros((4, rows, 3)).at[2, 1, 0].set(jnp.nan)   # world 2's ball 'wild' gets NaN
   states = jax.tree.map(lambda x: jnp.broadcast_to(x, (4,) + x.shape), state)
   states = states.replace(bodies=states.bodies.replace(external_force=force))
   states = jax.vmap(rj.step, in_axes=(None, 0))(model, states)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from raisim_jax.oo import world as world_module
 from raisim_jax.collision.ray import ray_shape, ray_test
 from raisim_jax.collision.shapes import ShapeType
 
@@ -328,9 +329,9 @@ def test_empty_list_and_argument_validation(scene):
 def test_repeated_calls_do_not_retrace(scene):
   world = scene[0]
   world.rayTest([0, 0, 5], [0, 0, -1], 10)
-  size = world._ray_test._cache_size()
+  size = world_module._RAY_TEST._cache_size()
   world.rayTest([1, 0, 5], [0, 1, -1], 3.0, objectId=1, localId=0, collisionMask=2)
-  assert world._ray_test._cache_size() == size
+  assert world_module._RAY_TEST._cache_size() == size
 
 
 def test_jit_vmap_over_many_rays_equals_single_calls(scene):

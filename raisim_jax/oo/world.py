@@ -835,8 +835,9 @@ class World:
     if 0 <= object_id < len(self._objects):
       owners = self._collision_body_owners()
       ignored = self._objects[object_id]
-      ignore = next((row for row, (obj, local) in enumerate(owners)
-                     if obj is ignored and local == int(localId)), -1)
+      ignore = next((row for row, owner in enumerate(owners)
+                     if owner is not None and owner[0] is ignored
+                     and owner[1] == int(localId)), -1)
     mask = pairs.split_bits(_collision_bits(collisionMask, "collisionMask"))
     model, state = self.compile()
     result = jax.device_get(_RAY_TEST(model, state, start, direction, length,
