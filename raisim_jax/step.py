@@ -59,12 +59,12 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
   force, torque = bodies.external_force, bodies.external_torque
   if control is not None:
     for name in ("body_force", "body_torque"):
-      rows = jnp.shape(getattr(control, name))[-2] if jnp.ndim(getattr(control, name)) >= 2 else None
-      if rows != model.num_bodies:
+      shape = jnp.shape(getattr(control, name))
+      if len(shape) < 2 or shape[-2] != model.num_bodies:
         raise ValueError(
             f"Control.{name} must have shape ({model.num_bodies}, 3): one row per single-body "
             f"row of the model (model.num_bodies; a World's compiled model includes inert "
-            f"padding rows after its objects), got shape {jnp.shape(getattr(control, name))}")
+            f"padding rows after its objects), got shape {shape}")
     force = force + control.body_force
     torque = torque + control.body_torque
   velocity = single_body.free_velocity(model, state, force, torque)

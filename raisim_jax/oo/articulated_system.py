@@ -12,8 +12,9 @@ Conventions (RaiSim's, see the spec's ArticulatedSystem API):
   `getBodyPose(bodyIdx) -> (R, p)`, `getState() -> (gc, gv)`).
 - "Sparse" Jacobians are returned dense, (3, nv), zero in the columns that do not move the
   body: a NumPy array has no use for RaiSim's SparseJacobian index list.
-- Kinematics are evaluated on demand from the current state: `updateKinematics` and
-  `updateMassInfo` are no-ops and composite quantities never go stale.
+- Kinematics are evaluated on demand from the current state: `updateKinematics` is a no-op
+  and composite quantities never go stale. `updateMassInfo` applies in-place edits of the
+  arrays getMass() / getInertia() / getBodyCOM_B() returned (RaiSim's edit pattern).
 - Index arguments are validated: a bad index raises ValueError naming the argument, an
   unknown body / frame / joint name raises KeyError (RaiSim returns size_t(-1)).
 """
@@ -31,12 +32,12 @@ from raisim_jax.oo import articulated_collision
 from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import compile_articulated
-from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
-                              JOINT_REVOLUTE, JOINT_SPHERICAL)
 from raisim_jax.math import quaternion as quat_math
 from raisim_jax.oo.objects import Object
 from raisim_jax.oo.precision import in_world_precision
-from raisim_jax.types import BodyType, ControlMode, IntegrationScheme, ObjectType
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                              JOINT_SPHERICAL, BodyType, ControlMode, IntegrationScheme,
+                              ObjectType)
 
 
 def _np(x):
@@ -147,6 +148,7 @@ class ArticulatedSystem(Object):
     self._entry = entry
     self._kin_cache = None
     self._compute_inverse_dynamics = False
+    self._mass_edits = {}   # pending in-place edits: field -> array handed out by a getter
 
   def getObjectType(self) -> ObjectType:
     return ObjectType.ARTICULATED_SYSTEM
@@ -520,10 +522,9 @@ class ArticulatedSystem(Object):
   # updateMassInfo() applies the edits, as in RaiSim. The description and the model leaf stay
   # the only stored values; the buffers are pending edits.
   def _mass_buffer(self, field):
-    buffers = self.__dict__.setdefault("_mass_edits", {})
-    if field not in buffers:
-      buffers[field] = _np(getattr(self._model(), field))
-    return buffers[field]
+    if field not in self._mass_edits:
+      self._mass_edits[field] = _np(getattr(self._model(), field))
+    return self._mass_edits[field]
 
   def getMass(self, bodyIdx=None):
     """getMass() -> (B,) body masses, editable in place (apply with updateMassInfo());
@@ -545,7 +546,7 @@ class ArticulatedSystem(Object):
   def updateMassInfo(self):
     """Applies in-place edits of getMass() / getInertia() / getBodyCOM_B() arrays (checked
     like the setters); composite quantities are computed on demand from them."""
-    edits = self.__dict__.pop("_mass_edits", {})
+    edits, self._mass_edits = self._mass_edits, {}
     if not edits:
       return
     model = self._model()
@@ -575,7 +576,7 @@ class ArticulatedSystem(Object):
   def _set_body_mass_property(self, field, body, value):
     """Writes one body's mass, inertia or COM (description and model leaf); pending
     in-place edits of that field are dropped (the setter wins)."""
-    self.__dict__.get("_mass_edits", {}).pop(field, None)
+    self._mass_edits.pop(field, None)
     values = _np(getattr(self._model(), field))
     values[body] = value
     setattr(self._entry.description.bodies[body], field,

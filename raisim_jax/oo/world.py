@@ -123,8 +123,7 @@ class World:
   """
 
   def __init__(self, dtype=jnp.float64):
-    dtype = np.dtype(dtype)
-    with precision.context(dtype if dtype in (np.float32, np.float64) else np.float32):
+    with precision.context(dtype):
       self._dtype = resolve_dtype(dtype)
     self._description = WorldDescription()
     self._objects = []
@@ -134,7 +133,6 @@ class World:
     self._dirty = True
     self._configuration_number = 0
     self._contact_cache = None
-    self._rows = {}               # id(single-body view) -> row in Model/State bodies
     self._capacity_marks = {}     # "bodies" / ShapeType code -> compiled rows (never shrinks)
     self._compiled_capacity = None
     self._compiled_material_names = []
@@ -148,12 +146,12 @@ class World:
     return [o for o in self._objects if isinstance(o, ArticulatedSystem)]
 
   def _body_row(self, obj) -> int:
-    """Row of a single-body object in the Model/State single-body arrays."""
-    self._ensure_compiled()
-    try:
-      return self._rows[id(obj)]
-    except KeyError:
-      raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)") from None
+    """Row of a single-body object in the Model/State single-body arrays (object order;
+    padding rows follow)."""
+    for row, candidate in enumerate(self._single_objects()):
+      if candidate is obj:
+        return row
+    raise KeyError(f"object '{obj.getName()}' is not in this world (was it removed?)")
 
   def _articulated_row(self, obj) -> int:
     """Index of an articulated system in Model.articulated / State.articulated."""
@@ -198,8 +196,8 @@ class World:
       obj._entry.p_target = np.asarray(system.p_target, np.float64)
       obj._entry.d_target = np.asarray(system.d_target, np.float64)
     bodies = jax.tree.map(np.asarray, self._state.bodies)
-    for obj in self._single_objects():
-      d, index = obj._description, self._rows[id(obj)]
+    for index, obj in enumerate(self._single_objects()):
+      d = obj._description
       d.position = bodies.position[index].astype(np.float64)
       d.quaternion = bodies.quaternion[index].astype(np.float64)
       d.linear_velocity = bodies.linear_velocity[index].astype(np.float64)
@@ -244,7 +242,6 @@ class World:
       # Committed like the step's outputs, so the first and later steps share one executable.
       self._model, state = jax.device_put((model, state), jax.devices()[0])
       self._compiled_capacity = capacity
-      self._rows = {id(obj): row for row, obj in enumerate(self._single_objects())}
       self._set_state(state)
       self._dirty = False
 
@@ -582,8 +579,7 @@ class World:
     """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
     names = []
     b = state.bodies
-    for obj in self._single_objects():
-      row = self._rows[id(obj)]
+    for row, obj in enumerate(self._single_objects()):
       values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
                 b.angular_velocity[row]]
       if not all(np.all(np.isfinite(np.asarray(v))) for v in values):
@@ -600,7 +596,7 @@ class World:
     past the compiled id capacity, recompiles."""
     if self._dirty:
       return
-    names = self._material_names(self._layout()[0])
+    names = self._material_names(self._description)
     if len(names) != len(self._compiled_material_names):
       self._structure_changed()
       return
@@ -666,7 +662,7 @@ class World:
     self._materials_changed()
     if self._dirty:
       return
-    collision = collision_model(self._layout()[0], self._dtype, self._compiled_material_names,
+    collision = collision_model(self._description, self._dtype, self._compiled_material_names,
                                 warn=False, capacity=self._compiled_capacity)
     old = self._model.collision
     if (jax.tree.structure(collision) != jax.tree.structure(old)
@@ -749,8 +745,8 @@ class World:
   def _collision_body_owners(self):
     """[(world object, local body index)] per collision body (collision_bodies.py order)."""
     owners = [None] * self._current_model().num_bodies   # placeholders own nothing
-    for obj in self._single_objects():
-      owners[self._rows[id(obj)]] = (obj, 0)
+    for row, obj in enumerate(self._single_objects()):
+      owners[row] = (obj, 0)
     for obj in self._articulated_objects():
       owners += [(obj, b) for b in range(obj._entry.description.num_bodies)]
     return owners
