@@ -87,3 +87,21 @@ def test_absurd_velocities_are_rejected():
   ball.setLinearVelocity([0, 0, 300.0])      # fast, but a motion
   world.integrate()
   assert np.isfinite(ball.getPosition()).all()
+
+
+def test_warnings_point_at_the_users_line():
+  """The OO methods run inside a precision wrapper (oo/precision.py); warnings still name
+  the caller's file, not raisim_jax's."""
+  world = rj.World()
+  with pytest.warns(UserWarning) as record:
+    world.setTimeStep(0.1)
+    world.setMaterialPairProp("a", "b", 0.5, 1.5, 0.0)
+  assert [w.filename for w in record] == [__file__, __file__]
+  world.setTimeStep(0.01)
+  world.addGround()
+  for k in range(3):
+    world.addBox(0.3, 0.3, 0.3, 1.0).setPosition(k, 0, 0.14)
+  world.setContactCapacity(2)
+  with pytest.warns(UserWarning, match="setContactCapacity") as record:
+    world.integrate()
+  assert record[0].filename == __file__

@@ -105,7 +105,7 @@ class ExportedStep:
         self._warned = True
         warnings.warn(f"raisim_jax could not store or load the traced {self._name} in "
                       f"{_directory} ({type(error).__name__}: {error}); using plain "
-                      f"jit (each run traces the step again)", stacklevel=4)
+                      f"jit (each run traces the step again)", stacklevel=5)
       return self._jitted
 
   def _key_digest(self, key):

@@ -74,7 +74,7 @@ def _material_properties(friction, restitution, threshold, static_friction, stat
   restitution = validation.non_negative(restitution, "restitution")
   if restitution > 1.0:
     warnings.warn(f"restitution {restitution} > 1: every bounce adds energy (RaiSim accepts "
-                  f"it; a physical material has 0 <= restitution <= 1)", stacklevel=3)
+                  f"it; a physical material has 0 <= restitution <= 1)", stacklevel=4)
   threshold = validation.non_negative(threshold, "resThreshold")
   if (static_friction is None) != (static_velocity is None):
     raise ValueError("arguments 'staticFriction' and 'staticFrictionThresholdVelocity' must be "
@@ -515,7 +515,7 @@ class World:
     if dt > validation.LARGE_TIME_STEP:
       warnings.warn(f"setTimeStep({dt}): a time step above {validation.LARGE_TIME_STEP} s "
                     f"makes contacts, PD control and integration inaccurate or unstable "
-                    f"(RaiSim accepts it; typical steps are 1e-4 .. 1e-2 s)", stacklevel=2)
+                    f"(RaiSim accepts it; typical steps are 1e-4 .. 1e-2 s)", stacklevel=3)
     self._description.time_step = dt
     if not self._dirty:
       self._model = self._model.replace(time_step=jnp.asarray(dt, self._dtype))
@@ -572,7 +572,7 @@ class World:
           f"World.{call}(): at world time {float(new_state.time):.6g} s more contacts were "
           f"found than the contact buffer holds ({new_state.contacts.active.shape[0]}); the "
           f"extra ones were dropped, so bodies may sink or pass through each other. Raise it "
-          f"with World.setContactCapacity(n)", stacklevel=3)
+          f"with World.setContactCapacity(n)", stacklevel=4)
     self._set_state(new_state)
 
   def _non_finite_objects(self, state):
