@@ -311,31 +311,35 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   material_a = shapes.material[jnp.maximum(contacts.shape_a, 0)]
   material_b = shapes.material[jnp.maximum(contacts.shape_b, 0)]
   props = model.solver.pair_table[material_a, material_b]
-  relative = jnp.zeros((rows, 3), dtype)
-  if has_singles:
-    s = state.bodies
+  def rows_velocity(carry_velocity):
+    """(R, 3) contact-frame relative velocity of every row for bodies' velocities
+    (linear (n, 3), angular (n, 3), stacked generalized (NV,))."""
+    linear, angular, generalized = carry_velocity
+    relative = jnp.zeros((rows, 3), dtype)
+    if has_singles:
+      def point_velocity(index, r):
+        return linear[index] + jnp.cross(angular[index], r)
 
-    def point_velocity(index, r):
-      return s.linear_velocity[index] + jnp.cross(s.angular_velocity[index], r)
+      world = (weight_a[:, None] * point_velocity(index_a, r_a)
+               - weight_b[:, None] * point_velocity(index_b, r_b))
+      relative = relative + jnp.einsum("rij,rj->ri", frame, world)
+    if has_systems:
+      relative = relative + jnp.einsum("rin,n->ri", jac, generalized)
+    return relative
 
-    world = (weight_a[:, None] * point_velocity(index_a, r_a)
-             - weight_b[:, None] * point_velocity(index_b, r_b))
-    relative = relative + jnp.einsum("rij,rj->ri", frame, world)
-  if has_systems:
-    relative = relative + jnp.einsum("rin,n->ri", jac, generalized_start)
-  relative_c = relative[:capacity]
+  no_generalized = jnp.zeros((0,), dtype)
+  relative_c = rows_velocity((state.bodies.linear_velocity, state.bodies.angular_velocity,
+                              generalized_start if has_systems else no_generalized))[:capacity]
   approach_speed = -relative_c[:, 2]
   tangential_speed = jnp.sqrt(relative_c[:, 0]**2 + relative_c[:, 1]**2 + 1e-30)
   friction = contact_solver.static_friction_coefficient(
       props[:, 0], props[:, 3], props[:, 4], tangential_speed)
   bounce = contact_solver.bounce_velocity(props[:, 1], props[:, 2], approach_speed)
   depth = contacts.depth
-  free_relative = _free_relative_velocity(
-      frame[:capacity], velocity, weight_a[:capacity], weight_b[:capacity],
-      index_a[:capacity], index_b[:capacity], r_a[:capacity] if has_singles else None,
-      r_b[:capacity] if has_singles else None,
-      jac[:capacity] if has_systems else None, generalized_free if has_systems else None)
-  target = jnp.where(active_c, contact_target(depth, dt, bounce, -free_relative[:, 2]), 0.0)
+  free_relative = rows_velocity((velocity.linear, velocity.angular,
+                                 generalized_free if has_systems else no_generalized))
+  target = jnp.where(active_c, contact_target(depth, dt, bounce, -free_relative[:capacity, 2]),
+                     0.0)
   impulse0 = jnp.where(active_c[:, None], contacts.impulse, 0.0)
   friction = pad(friction)
   if num_limits:
@@ -543,23 +547,6 @@ def contact_target(depth, dt, bounce, free_approach_speed):
   closes = free_approach_speed * dt >= -depth
   speculative = jnp.where(closes & (bounce > 0), bounce, depth / dt)
   return jnp.where(depth >= 0, bounce, speculative)
-
-
-def _free_relative_velocity(frame, velocity, weight_a, weight_b, index_a, index_b, r_a, r_b,
-                            jac, generalized_free):
-  """(C, 3) contact-frame relative velocity of the rows under the free (contact-less) motion
-  of this step: single bodies' `velocity`, systems' `generalized_free` through `jac`."""
-  relative = jnp.zeros(frame.shape[:2], frame.dtype)
-  if r_a is not None:
-    def point_velocity(index, r):
-      return velocity.linear[index] + jnp.cross(velocity.angular[index], r)
-
-    world = (weight_a[:, None] * point_velocity(index_a, r_a)
-             - weight_b[:, None] * point_velocity(index_b, r_b))
-    relative = relative + jnp.einsum("rij,rj->ri", frame, world)
-  if jac is not None:
-    relative = relative + jnp.einsum("rin,n->ri", jac, generalized_free)
-  return relative
 
 
 def _single_body_correction(model, contacts, single_a, single_b, body_a, body_b, inv_mass):
