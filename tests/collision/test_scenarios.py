@@ -54,6 +54,41 @@ def test_box_overhanging_box_gives_clipped_manifold():
   np.testing.assert_allclose(sorted(set(np.round(pts[:, 0], 9))), [0.3, 0.5])
 
 
+def _corner_points_by_quadrant(cp, center):
+  """(4, 3) valid points of a 4-point manifold, ordered by their quadrant around `center`."""
+  points = np.asarray(cp.position)[np.asarray(cp.valid)]
+  assert len(points) == 4
+  quadrant = (points[:, 0] > center[0]).astype(int) * 2 + (points[:, 1] > center[1])
+  assert sorted(quadrant) == [0, 1, 2, 3]
+  return points[np.argsort(quadrant)]
+
+
+@pytest.mark.parametrize("shift", [[0.0, 0.0], [0.0, 0.3], [0.25, 0.0]],
+                         ids=["aligned", "coincident-x-edges", "coincident-y-edges"])
+def test_equal_boxes_manifold_derivative_is_the_central_difference(shift):
+  """Degenerate face-face manifolds (equal boxes, coincident edges or corners): a corner of
+  the overlap polygon has a kink there, and its derivative must be the two-sided one."""
+  with jax.enable_x64(True):
+    def collide(p_b):
+      return nph.collide(T.BOX, T.BOX, size(1.0, 1.0, 1.0), I3,
+                         jnp.array([0.0, 0.0, 0.999]), size(1.0, 1.0, 1.0), I3, p_b)
+
+    p_b = jnp.array(shift + [0.0])
+    center = 0.5 * np.asarray(p_b)
+    slot_points = np.asarray(collide(p_b).position)
+    valid = np.asarray(collide(p_b).valid)
+    jac = np.asarray(jax.jacfwd(lambda p: collide(p).position)(p_b))   # (8, 3, 3)
+    order = np.argsort((slot_points[valid, 0] > center[0]).astype(int) * 2
+                       + (slot_points[valid, 1] > center[1]))
+    autodiff = jac[valid][order]
+    h = 1e-6
+    for axis in range(2):
+      step = np.eye(3)[axis] * h
+      central = (_corner_points_by_quadrant(collide(p_b + step), center)
+                 - _corner_points_by_quadrant(collide(p_b - step), center)) / (2 * h)
+      np.testing.assert_allclose(autodiff[:, :, axis], central, atol=1e-6)
+
+
 def test_cylinder_standing_on_ground_gives_base_rim_points():
   cp = nph.collide(T.CYLINDER, T.HALFSPACE, size(0.3, 1.0), I3, jnp.array([0.0, 0.0, 0.499]),
                    size(0.0), I3, jnp.zeros(3))
