@@ -14,8 +14,8 @@ import raisim_jax as rj
 from raisim_jax.dynamics.contact_dynamics import contact_target
 
 
-def _drop_world(restitution, threshold, dt=1e-3):
-  world = rj.World()
+def _drop_world(restitution, threshold, dt=1e-3, dtype=jnp.float64):
+  world = rj.World(dtype=dtype)
   world.setTimeStep(dt)
   world.addGround()
   world.addSphere(0.05, 1.0)
@@ -57,13 +57,15 @@ def test_1000_random_drops_rebound_at_the_restitution_on_every_impact(threshold)
   assert ratio.min() > 0.99 and ratio.max() < 1.01, (ratio.min(), ratio.max())
 
 
-def test_ball_dropped_from_1_m_keeps_bouncing_at_the_restitution():
+@pytest.mark.parametrize("dtype, rtol", [(jnp.float64, 1e-9), (jnp.float32, 1e-5)],
+                         ids=["float64", "float32"])
+def test_ball_dropped_from_1_m_keeps_bouncing_at_the_restitution(dtype, rtol):
   """The issue's case: seven bounces at 0.8, then an impact at 0.92 m/s rebounded at 0.072."""
-  model, state = _drop_world(0.8, 0.0)
-  vz = _vertical_velocities(model, state, np.array([0.95]), 5000)
+  model, state = _drop_world(0.8, 0.0, dtype=dtype)
+  vz = _vertical_velocities(model, state, np.array([0.95], np.dtype(dtype)), 5000)
   impact, rebound = _impacts(vz, minimum_speed=0.05)
   assert impact.size >= 15
-  np.testing.assert_allclose(rebound / impact, 0.8, rtol=1e-6)
+  np.testing.assert_allclose(rebound / impact, 0.8, rtol=rtol)
 
 
 def test_speculative_target_bounces_only_when_the_gap_closes_within_the_step():
