@@ -30,6 +30,9 @@ The samples are evaluated with `jax.vmap`, i.e. as a batch of worlds.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -55,9 +58,9 @@ def smoothed_value_and_grad(fun, sigma: float, num_samples: int, estimator: str 
   """
   if estimator not in ESTIMATORS:
     raise ValueError(f"argument 'estimator' must be one of {ESTIMATORS}, got {estimator!r}")
-  if not (isinstance(sigma, (int, float)) and sigma > 0 and jnp.isfinite(sigma)):
+  if not (isinstance(sigma, numbers.Real) and math.isfinite(sigma) and sigma > 0):
     raise ValueError(f"argument 'sigma' must be a finite number > 0, got {sigma!r}")
-  if int(num_samples) != num_samples or num_samples < 1:
+  if not isinstance(num_samples, numbers.Integral) or num_samples < 1:
     raise ValueError(f"argument 'num_samples' must be an integer >= 1, got {num_samples!r}")
   num_samples = int(num_samples)
 
