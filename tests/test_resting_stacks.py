@@ -5,12 +5,12 @@ no contact penetrates more than 1 mm, the contact buffer never overflows. (These
 2-second runs of the same scenes, which the 10-second ones contain.)
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import raisim_jax as rj
+from tests.test_contacts import _roll
 
 
 def _box_stack(dtype):
@@ -64,19 +64,12 @@ def _curved_stack(dtype):
   return world, [box, standing, cone, lying]
 
 
-def _trajectory(world, seconds):
-  model, state = world.compile()
-  steps = int(round(seconds / float(model.time_step)))
-  final, trajectory = jax.jit(rj.rollout, static_argnums=2)(model, state, steps)
-  return trajectory
-
-
 def check_rests_for_10_seconds(build, dtype):
   """No body moves more than 1 mm at any step of 10 s, no contact penetrates more than 1 mm,
   the contact buffer never overflows."""
   world, bodies = build(dtype)
   start = np.array([b.getPosition() for b in bodies])
-  trajectory = _trajectory(world, 10.0)
+  trajectory = _roll(world, 10.0)
   positions = np.asarray(trajectory.bodies.position[:, 1:1 + len(bodies)], np.float64)
   assert np.all(np.isfinite(positions))
   drift = np.abs(positions - start).max()   # over every step of the 10 s

@@ -311,21 +311,23 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   material_a = shapes.material[jnp.maximum(contacts.shape_a, 0)]
   material_b = shapes.material[jnp.maximum(contacts.shape_b, 0)]
   props = model.solver.pair_table[material_a, material_b]
-  def rows_velocity(carry_velocity):
-    """(R, 3) contact-frame relative velocity of every row for bodies' velocities
-    (linear (n, 3), angular (n, 3), stacked generalized (NV,))."""
+  def row_velocity(carry_velocity, i):
+    """(3,) contact-frame relative velocity of row i for bodies' velocities (linear (n, 3),
+    angular (n, 3), stacked generalized (NV,))."""
     linear, angular, generalized = carry_velocity
-    relative = jnp.zeros((rows, 3), dtype)
+    v = jnp.zeros(3, dtype)
     if has_singles:
-      def point_velocity(index, r):
-        return linear[index] + jnp.cross(angular[index], r)
-
-      world = (weight_a[:, None] * point_velocity(index_a, r_a)
-               - weight_b[:, None] * point_velocity(index_b, r_b))
-      relative = relative + jnp.einsum("rij,rj->ri", frame, world)
+      a, b = index_a[i], index_b[i]
+      world = (weight_a[i] * (linear[a] + jnp.cross(angular[a], r_a[i]))
+               - weight_b[i] * (linear[b] + jnp.cross(angular[b], r_b[i])))
+      v = v + frame[i] @ world
     if has_systems:
-      relative = relative + jnp.einsum("rin,n->ri", jac, generalized)
-    return relative
+      v = v + jac[i] @ generalized
+    return v
+
+  def rows_velocity(carry_velocity):
+    """(R, 3) `row_velocity` of every row."""
+    return jax.vmap(row_velocity, in_axes=(None, 0))(carry_velocity, jnp.arange(rows))
 
   no_generalized = jnp.zeros((0,), dtype)
   relative_c = rows_velocity((state.bodies.linear_velocity, state.bodies.angular_velocity,
@@ -380,18 +382,6 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     if has_systems:
       generalized = generalized + jnp.einsum("rnj,rj->n", inverse_jt, impulses)
     return linear, angular, generalized
-
-  def row_velocity(carry_velocity, i):
-    linear, angular, generalized = carry_velocity
-    v = jnp.zeros(3, dtype)
-    if has_singles:
-      a, b = index_a[i], index_b[i]
-      world = (weight_a[i] * (linear[a] + jnp.cross(angular[a], r_a[i]))
-               - weight_b[i] * (linear[b] + jnp.cross(angular[b], r_b[i])))
-      v = v + frame[i] @ world
-    if has_systems:
-      v = v + jac[i] @ generalized
-    return v
 
   def local_solve(i, c_prime):
     def contact(_):
