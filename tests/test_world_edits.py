@@ -154,6 +154,30 @@ def test_edits_inside_a_bucket_and_solver_settings_reuse_the_compiled_step():
   assert world_module._STEP._cache_size() == 2
 
 
+def test_articulated_setters_and_set_state_reuse_the_compiled_step():
+  """Setters of an articulated system and World.setState write leaves the next integrate()
+  takes without compiling again (an uncommitted leaf once changed jit's cache key, and the
+  step compiled a second time)."""
+  world_module._STEP.clear_cache()
+  world = rj.World()
+  world.addGround()
+  robot = world.addArticulatedSystem("rsc/urdf/pendulum.urdf")
+  world.integrate()
+  assert world_module._STEP._cache_size() == 1
+  dof, coordinates = robot.getDOF(), robot.getGeneralizedCoordinateDim()
+  robot.setGeneralizedCoordinate(np.full(coordinates, 0.3))
+  robot.setGeneralizedVelocity(np.full(dof, 0.1))
+  robot.setGeneralizedForce(np.full(dof, 0.2))
+  robot.setPdGains(np.full(dof, 5.0), np.full(dof, 0.5))
+  robot.setPdTarget(np.full(coordinates, 0.1), np.zeros(dof))
+  world.integrate()
+  _, state = world.compile()
+  world.setState(state)
+  world.setWorldTime(1.0)
+  world.integrate()
+  assert world_module._STEP._cache_size() == 1
+
+
 def test_added_sphere_inside_a_bucket_behaves_like_one_compiled_for_it():
   """The padded rows are inert: a sphere added into a padded row falls and lands like the
   same sphere in a world compiled without padding."""

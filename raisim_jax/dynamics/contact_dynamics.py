@@ -327,6 +327,8 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
 
   def rows_velocity(carry_velocity):
     """(R, 3) `row_velocity` of every row."""
+    if not rows:   # nothing to index (a world with no contact, limit or pin rows)
+      return jnp.zeros((0, 3), dtype)
     return jax.vmap(row_velocity, in_axes=(None, 0))(carry_velocity, jnp.arange(rows))
 
   no_generalized = jnp.zeros((0,), dtype)

@@ -79,7 +79,9 @@ class ExportedStep:
     self._jitted.clear_cache()
 
   def _cache_size(self):
-    return len(self._calls) + self._jitted._cache_size()
+    """Executables compiled so far: those of the plain jit and of every loaded export."""
+    exports = {id(call): call for call in self._calls.values() if call is not self._jitted}
+    return self._jitted._cache_size() + sum(call._cache_size() for call in exports.values())
 
   def _obtain(self, treedef, leaves, key):
     path = _directory / f"{self._name}-{self._key_digest(key)}.stablehlo"

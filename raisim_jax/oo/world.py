@@ -128,7 +128,8 @@ class World:
     self._description = WorldDescription()
     self._objects = []
     self._compound_children = {}
-    self._model = None
+    self._device = jax.devices()[0]
+    self._committed_model = None
     self._state = None
     self._dirty = True
     self._configuration_number = 0
@@ -239,8 +240,7 @@ class World:
       self._compiled_material_names = self._material_names(description)
       model, state = compile_world(description, self._dtype,
                                    names=self._compiled_material_names, capacity=capacity)
-      # Committed like the step's outputs, so the first and later steps share one executable.
-      self._model, state = jax.device_put((model, state), jax.devices()[0])
+      self._model = model
       self._compiled_capacity = capacity
       self._set_state(state)
       self._dirty = False
@@ -250,12 +250,25 @@ class World:
     self._dirty = True
     self._configuration_number += 1
 
+  # Every Model / State the world holds is committed to its device, like the step's outputs:
+  # jit keys its cache on committedness, so one leaf written by a setter as an uncommitted
+  # array made the next integrate() compile the whole step again (15 s for a quadruped).
+  @property
+  def _model(self):
+    return self._committed_model
+
+  @_model.setter
+  def _model(self, model):
+    self._committed_model = jax.device_put(model, self._device)
+
   def _current_state(self):
     self._ensure_compiled()
     return self._state
 
-  def _set_state(self, state):
-    self._state = state
+  def _set_state(self, state, committed=False):
+    """Holds `state`, committed to the world's device (see `_model`); `committed=True` for
+    the step's own outputs, which are (a device_put per integrate() doubled its latency)."""
+    self._state = state if committed else jax.device_put(state, self._device)
     self._contact_cache = None
 
   def _current_model(self):
@@ -270,7 +283,7 @@ class World:
   def setState(self, state):
     """Replaces the world's State (e.g. one taken from a batched rollout)."""
     self._ensure_compiled()
-    self._set_state(jax.device_put(state, jax.devices()[0]))
+    self._set_state(state)
 
   # ---- writes from object views ---------------------------------------------------------
   def _write_body_state(self, obj, fields):
@@ -573,7 +586,7 @@ class World:
           f"found than the contact buffer holds ({new_state.contacts.active.shape[0]}); the "
           f"extra ones were dropped, so bodies may sink or pass through each other. Raise it "
           f"with World.setContactCapacity(n)", stacklevel=4)
-    self._set_state(new_state)
+    self._set_state(new_state, committed=True)
 
   def _non_finite_objects(self, state):
     """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
