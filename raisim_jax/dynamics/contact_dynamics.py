@@ -42,20 +42,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import batched_cond
 from raisim_jax.collision import collision_bodies
-from raisim_jax.dynamics import (articulated_integrate, contact_solver, jacobian, joint_limits,
-                                 system_groups)
+from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_seidel, jacobian,
+                                 joint_limits, system_groups)
 from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import rotation
 from raisim_jax.struct import dataclass
 from raisim_jax.types import Contacts, Model, State, StepVelocity
 
-ROW_CONTACT = 0
-ROW_JOINT_LIMIT = 1
-ROW_PIN = 2
-ROW_CHUNK = 8  # solver rows per chunk of a differentiable sweep (skipped past the active rows)
+ROW_CONTACT = gauss_seidel.ROW_CONTACT
+ROW_JOINT_LIMIT = gauss_seidel.ROW_JOINT_LIMIT
+ROW_PIN = gauss_seidel.ROW_PIN
 
 
 @dataclass
@@ -311,37 +309,33 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   material_a = shapes.material[jnp.maximum(contacts.shape_a, 0)]
   material_b = shapes.material[jnp.maximum(contacts.shape_b, 0)]
   props = model.solver.pair_table[material_a, material_b]
-  def row_velocity(carry_velocity, i):
-    """(3,) contact-frame relative velocity of row i for bodies' velocities (linear (n, 3),
-    angular (n, 3), stacked generalized (NV,))."""
-    linear, angular, generalized = carry_velocity
-    v = jnp.zeros(3, dtype)
-    if has_singles:
-      a, b = index_a[i], index_b[i]
-      world = (weight_a[i] * (linear[a] + jnp.cross(angular[a], r_a[i]))
-               - weight_b[i] * (linear[b] + jnp.cross(angular[b], r_b[i])))
-      v = v + frame[i] @ world
-    if has_systems:
-      v = v + jac[i] @ generalized
-    return v
-
-  def rows_velocity(carry_velocity):
-    """(R, 3) `row_velocity` of every row."""
-    if not rows:   # nothing to index (a world with no contact, limit or pin rows)
-      return jnp.zeros((0, 3), dtype)
-    return jax.vmap(row_velocity, in_axes=(None, 0))(carry_velocity, jnp.arange(rows))
-
   no_generalized = jnp.zeros((0,), dtype)
-  relative_c = rows_velocity((state.bodies.linear_velocity, state.bodies.angular_velocity,
-                              generalized_start if has_systems else no_generalized))[:capacity]
+  problem = dict(
+      frame=frame, delassus=delassus, kind=kind, row_active=row_active,
+      threshold=model.solver.threshold, max_iterations=model.solver.max_iterations,
+      reverse_order=model.solver.reverse_order,
+      pin_inverse=pin_inverse if num_pins else None)
+  if has_singles:
+    problem.update(index_a=index_a, index_b=index_b, weight_a=weight_a, weight_b=weight_b,
+                   r_a=r_a, r_b=r_b, inv_mass=inv_mass, inv_inertia=inv_inertia)
+  if has_systems:
+    problem.update(jac=jac, inverse_jt=inverse_jt)
+  layout = gauss_seidel.Layout(rows=rows, has_singles=has_singles, has_systems=has_systems,
+                               num_limits=num_limits, num_pins=num_pins,
+                               iteration_capacity=model.solver.iteration_capacity,
+                               early_exit=not model.solver.differentiable)
+  relative_c = gauss_seidel.rows_velocity(
+      layout, problem, (state.bodies.linear_velocity, state.bodies.angular_velocity,
+                        generalized_start if has_systems else no_generalized))[:capacity]
   approach_speed = -relative_c[:, 2]
   tangential_speed = jnp.sqrt(relative_c[:, 0]**2 + relative_c[:, 1]**2 + 1e-30)
   friction = contact_solver.static_friction_coefficient(
       props[:, 0], props[:, 3], props[:, 4], tangential_speed)
   bounce = contact_solver.bounce_velocity(props[:, 1], props[:, 2], approach_speed)
   depth = contacts.depth
-  free_relative = rows_velocity((velocity.linear, velocity.angular,
-                                 generalized_free if has_systems else no_generalized))
+  free_velocity = (velocity.linear, velocity.angular,
+                   generalized_free if has_systems else no_generalized)
+  free_relative = gauss_seidel.rows_velocity(layout, problem, free_velocity)
   target = jnp.where(active_c, contact_target(depth, dt, bounce, -free_relative[:capacity, 2]),
                      0.0)
   impulse0 = jnp.where(active_c[:, None], contacts.impulse, 0.0)
@@ -353,125 +347,11 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   if num_pins:
     target = jnp.concatenate([target, jnp.zeros((num_pins,), dtype)])
     impulse0 = jnp.concatenate([impulse0, state.pins.impulse])
+  problem.update(friction=friction, target=target)
 
-  # ---- Gauss-Seidel sweeps -----------------------------------------------------------------
-  def apply(carry_velocity, i, delta):
-    """Adds row i's impulse change (contact frame) to the bodies' velocities."""
-    linear, angular, generalized = carry_velocity
-    if has_singles:
-      world_impulse = frame[i].T @ delta
-      a, b = index_a[i], index_b[i]
-      linear = linear.at[a].add(weight_a[i] * inv_mass[a] * world_impulse)
-      angular = angular.at[a].add(weight_a[i] * (inv_inertia[a] @ jnp.cross(r_a[i],
-                                                                            world_impulse)))
-      linear = linear.at[b].add(-weight_b[i] * inv_mass[b] * world_impulse)
-      angular = angular.at[b].add(-weight_b[i] * (inv_inertia[b] @ jnp.cross(r_b[i],
-                                                                             world_impulse)))
-    if has_systems:
-      generalized = generalized + inverse_jt[i] @ delta
-    return linear, angular, generalized
-
-  def apply_all(carry_velocity, impulses):
-    linear, angular, generalized = carry_velocity
-    if has_singles:
-      world_impulse = jnp.einsum("rji,rj->ri", frame, impulses)
-      torque_a = jnp.einsum("rij,rj->ri", inv_inertia[index_a], jnp.cross(r_a, world_impulse))
-      torque_b = jnp.einsum("rij,rj->ri", inv_inertia[index_b], jnp.cross(r_b, world_impulse))
-      linear = linear.at[index_a].add((weight_a * inv_mass[index_a])[:, None] * world_impulse)
-      linear = linear.at[index_b].add(-(weight_b * inv_mass[index_b])[:, None] * world_impulse)
-      angular = angular.at[index_a].add(weight_a[:, None] * torque_a)
-      angular = angular.at[index_b].add(-weight_b[:, None] * torque_b)
-    if has_systems:
-      generalized = generalized + jnp.einsum("rnj,rj->n", inverse_jt, impulses)
-    return linear, angular, generalized
-
-  def local_solve(i, c_prime):
-    def contact(_):
-      return contact_solver.solve_single_contact(delassus[i], c_prime, friction[i], target[i])
-
-    def limit(_):
-      lam = jnp.maximum((target[i] - c_prime[2]) / delassus[i, 2, 2], 0.0)
-      return jnp.zeros(3, dtype).at[2].set(lam)
-
-    def pin(_):
-      # Bilateral: v = G lambda + c' = 0 (least norm where G is singular).
-      return -pin_inverse[jnp.maximum(i - (rows - num_pins), 0)] @ c_prime
-
-    if not num_extra:
-      return contact(None)
-    branches = (contact, limit if num_limits else contact, pin if num_pins else contact)
-    return jax.lax.switch(kind[i], branches, None)
-
-  def visit_active(carry, i):
-    carry_velocity, impulses, change = carry
-    c_prime = row_velocity(carry_velocity, i) - delassus[i] @ impulses[i]
-    new = local_solve(i, c_prime)
-    delta = new - impulses[i]
-    carry_velocity = apply(carry_velocity, i, delta)
-    change = jnp.maximum(change, jnp.max(jnp.abs(delta)))
-    return carry_velocity, impulses.at[i].set(new), change
-
-  # Active rows first (contacts are already compacted; limit rows are not): a sweep visits
-  # positions [0, num_active) of this order, i.e. the active rows in index order.
-  num_active = jnp.sum(row_active.astype(jnp.int32))
-  (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
-
-  def row_at(k):
-    position = jnp.where(model.solver.reverse_order > 0, num_active - 1 - k, k)
-    return active_order[jnp.clip(position, 0, rows - 1)]
-
-  def visit_position(inner, k):
-    new = visit_active(inner, row_at(k))
-    return jax.tree.map(lambda n, o: jnp.where(k < num_active, n, o), new, inner), None
-
-  positions = np.arange(-(-rows // ROW_CHUNK) * ROW_CHUNK, dtype=np.int32).reshape(-1, ROW_CHUNK)
-
-  def sweep(carry):
-    """One sweep with a fixed trip count (reverse-mode differentiable): chunks of ROW_CHUNK
-    positions, a chunk past the active rows skipped (under vmap: past every world's)."""
-    carry_velocity, impulses, _, iterations = carry
-
-    def chunk(inner, ks):
-      return batched_cond.run_where(
-          ks[0] < num_active, lambda c: jax.lax.scan(visit_position, c, ks)[0], inner), None
-
-    (carry_velocity, impulses, change), _ = jax.lax.scan(
-        chunk, (carry_velocity, impulses, jnp.zeros((), dtype)), jnp.asarray(positions))
-    return carry_velocity, impulses, change, iterations + 1
-
-  def sweep_active(carry):
-    carry_velocity, impulses, _, iterations = carry
-
-    def body(k, inner):
-      return visit_active(inner, row_at(k))
-
-    carry_velocity, impulses, change = jax.lax.fori_loop(
-        0, num_active, body, (carry_velocity, impulses, jnp.zeros((), dtype)))
-    return carry_velocity, impulses, change, iterations + 1
-
-  generalized0 = generalized_free if has_systems else jnp.zeros((0,), dtype)
-  carry_velocity = apply_all((velocity.linear, velocity.angular, generalized0), impulse0)
-  start = (carry_velocity, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
-  max_iterations = model.solver.max_iterations
-
-  def unconverged(carry):
-    return carry[2] > model.solver.threshold
-
-  if not rows:
-    impulses, iterations = impulse0, jnp.zeros((), jnp.int32)
-  elif model.solver.differentiable:
-    # Fixed trip count, converged sweeps skipped (under vmap: once every world converged).
-    def iterate(carry, _):
-      return batched_cond.run_where(unconverged(carry) & (carry[3] < max_iterations), sweep,
-                                    carry), None
-
-    (carry_velocity, impulses, _, iterations), _ = jax.lax.scan(
-        iterate, start, None, length=model.solver.iteration_capacity)
-  else:
-    # Early exit that also pays off under vmap (the batch stops when every world converged).
-    (carry_velocity, impulses, _, iterations) = jax.lax.while_loop(
-        lambda c: unconverged(c) & (c[3] < max_iterations) & (num_active > 0),
-        sweep_active, start)
+  # ---- Gauss-Seidel sweeps (dynamics/gauss_seidel.py) ---------------------------------------
+  carry_velocity, impulses, iterations = gauss_seidel.solve(layout, problem, free_velocity,
+                                                            impulse0)
 
   linear, angular, generalized = carry_velocity
   velocity = velocity.replace(linear=linear, angular=angular)
