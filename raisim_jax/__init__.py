@@ -24,11 +24,12 @@ from raisim_jax.oo.articulated_system import ArticulatedSystemOption as Articula
 from raisim_jax.joint_springs import SpringElement as SpringElement
 from raisim_jax.oo.world import COLLISION as COLLISION
 from raisim_jax.oo.world import DivergenceError as DivergenceError
+from raisim_jax.oo.world import ParameterContainer as ParameterContainer
 from raisim_jax.oo.world import World as World
 
 __all__ = [
     "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
-    "World", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
+    "World", "ParameterContainer", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
 ]

@@ -273,7 +273,7 @@ def test_settings_without_a_counterpart_are_rejected_not_ignored():
       world.setContactSettings(settings)
   with pytest.raises(ValueError, match="'erp2'.*not supported"):
     world.setERP(0.2, 0.1)
-  with pytest.raises(TypeError, match="modules or template parameters"):
+  with pytest.raises(FileNotFoundError, match="URDF module 'module.urdf' not found"):
     world.addArticulatedSystem("rsc/urdf/pendulum.urdf", ["module.urdf"])
   settings = world.getContactSettings()
   settings.sweptCcdSpeculativeMargin = 2e-4      # supported settings still work

@@ -21,7 +21,7 @@ import numpy as np
 from lxml import etree
 
 from raisim_jax import validation
-from raisim_jax.io import number_checks
+from raisim_jax.io import number_checks, template
 from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                               JOINT_SPHERICAL)
 from raisim_jax.io.articulated_description import (
@@ -253,9 +253,10 @@ def _parse_joint(ctx, el) -> JointSpec:
   return joint
 
 
-def parse_urdf(path_or_string: str, res_path: str = ""):
+def parse_urdf(path_or_string: str, res_path: str = "", params=None):
   """Parse URDF text or file into (robot name, [LinkSpec], [JointSpec], source name,
-  constraints), constraints = ([PinSpec], nominal_config or None, line of the block)."""
+  constraints), constraints = ([PinSpec], nominal_config or None, line of the block).
+  `params` (not None): the text is a template (io/template.py), preprocessed first."""
   if _is_xml_string(path_or_string):
     text, source, base_dir = path_or_string, "<string>", ""
   else:
@@ -265,6 +266,8 @@ def parse_urdf(path_or_string: str, res_path: str = ""):
     with open(path_or_string, "r", encoding="utf-8", errors="replace") as f:
       text = f.read()
     base_dir = os.path.dirname(os.path.abspath(path_or_string))
+  if params is not None:   # line for line, so URDF errors keep their line numbers
+    text = template.preprocess(text, params, source)
   ctx = _Ctx(source)
   # RaiSim accepts (and ignores) any <?xml ...?> declaration, also a second one.
   # Replace each by spaces on the same line so that line numbers are kept.
@@ -528,7 +531,7 @@ def _reorder(ctx, bodies, frames, joint_order):
 
 
 def load_urdf(path_or_string: str, res_path: str = "",
-              joint_order: Optional[Sequence[str]] = None) -> ArticulatedDescription:
+              joint_order: Optional[Sequence[str]] = None, params=None) -> ArticulatedDescription:
   """Load a URDF file or URDF text into an `ArticulatedDescription`.
 
   Args:
@@ -537,10 +540,12 @@ def load_urdf(path_or_string: str, res_path: str = "",
     res_path: resource directory for mesh filenames (default: the URDF's directory).
     joint_order: optional movable-joint names giving the body/joint order (RaiSim's
       `jointOrder`); a joint must come after its parent joint.
+    params: template parameters (a mapping name -> value, or ParameterContainer-like
+      objects): the URDF is a template with @@name variables and {expressions}.
   Raises:
     ValueError naming the source, the element and its line.
   """
-  name, links, joints, source, constraints = parse_urdf(path_or_string, res_path)
+  name, links, joints, source, constraints = parse_urdf(path_or_string, res_path, params)
   desc = build_description(name, links, joints, source, joint_order)
   return _attach_constraints(_Ctx(source), desc, constraints)
 

@@ -31,7 +31,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
-from raisim_jax.io import urdf
+from raisim_jax.io import urdf, urdf_modules
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
@@ -107,6 +107,64 @@ _VIEW_CLASS = {
 _BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body",
                      "linear_damping": "linear_damping", "angular_damping": "angular_damping",
                      "body_type": "body_type"}
+
+
+_ARTICULATED_SETTINGS = ("resPath", "jointOrder", "collisionGroup", "collisionMask", "options")
+
+
+def _is_parameter_list(value):
+  """A template's parameters: a mapping, or a list of ParameterContainer / (name, value)."""
+  if isinstance(value, dict):
+    return True
+  return (isinstance(value, (list, tuple)) and len(value) > 0 and all(
+      isinstance(v, ParameterContainer) or (isinstance(v, (list, tuple)) and len(v) == 2)
+      for v in value))
+
+
+def _articulated_arguments(args, kwargs):
+  """{resPath, jointOrder, collisionGroup, collisionMask, options, modules, params} from
+  addArticulatedSystem's positional and keyword arguments after the URDF (see its
+  docstring); a TypeError names an argument given twice, unknown, or of no overload."""
+  settings = dict(resPath="", jointOrder=(), collisionGroup=1, collisionMask=-1, options=None,
+                  modules=None, params=None)
+  unknown = set(kwargs) - set(settings)
+  if unknown:
+    raise TypeError(f"addArticulatedSystem: unknown argument(s) {', '.join(sorted(unknown))}")
+  positional = list(args)
+  if positional and not isinstance(positional[0], (str, os.PathLike)):
+    second = positional.pop(0)
+    if _is_parameter_list(second):
+      settings["params"] = second
+    elif isinstance(second, (list, tuple)) and all(isinstance(m, (str, os.PathLike))
+                                                   for m in second):
+      settings["modules"] = list(second)
+    else:
+      raise TypeError(f"addArticulatedSystem: the second argument must be resPath (a path), "
+                      f"a list of URDF module file names, or template parameters (a dict or "
+                      f"a list of ParameterContainer), got {type(second).__name__}")
+  if len(positional) > len(_ARTICULATED_SETTINGS):
+    raise TypeError("addArticulatedSystem: too many positional arguments")
+  for name, value in zip(_ARTICULATED_SETTINGS, positional):
+    if name in kwargs:
+      raise TypeError(f"addArticulatedSystem: argument '{name}' given twice")
+    settings[name] = value
+  settings.update(kwargs)
+  if not isinstance(settings["resPath"], (str, os.PathLike)):
+    raise TypeError(f"addArticulatedSystem: argument 'resPath' must be a path string, got "
+                    f"{type(settings['resPath']).__name__}")
+  if settings["params"] is not None and not _is_parameter_list(settings["params"]) \
+      and settings["params"] != {}:
+    raise TypeError("addArticulatedSystem: 'params' must be a dict or a list of "
+                    "ParameterContainer")
+  return settings
+
+
+@dataclasses.dataclass
+class ParameterContainer:
+  """One template parameter (RaiSim's ParameterContainer): `@@name` in a template takes
+  `value` (a string, or a number written in full precision)."""
+  name: str
+  value: object
 
 
 class DivergenceError(RuntimeError):
@@ -447,19 +505,31 @@ class World:
     self._compound_children[id(view._description)] = list(children)
     return view
 
-  def addArticulatedSystem(self, filePathOrURDFScript, resPath="", jointOrder=(),
-                           collisionGroup=1, collisionMask=-1, options=None):
-    """Adds an articulated system from a URDF path, a URDF string (decided by content) or a
-    `Child` tree (programmatic construction, spec option 4). Its generalized coordinate starts
-    at zero joint angles with an identity base orientation.
+  def addArticulatedSystem(self, filePathOrURDFScript, *args, **kwargs):
+    """Adds an articulated system; RaiSim's three overloads, told apart by the second argument:
 
-    RaiSim's overloads that take URDF `modules` or template `params` as the second argument
-    are not supported yet: a list there raises instead of being read as `resPath`."""
-    if not isinstance(resPath, (str, os.PathLike)):
-      raise TypeError(
-          f"addArticulatedSystem: argument 'resPath' must be a path string, got "
-          f"{type(resPath).__name__}; the overloads with URDF modules or template parameters "
-          f"as the second argument are not supported yet")
+      addArticulatedSystem(urdf, resPath="", jointOrder=(), collisionGroup=1,
+                           collisionMask=-1, options=None)
+      addArticulatedSystem(urdf, modules, resPath="", ...)   # a list of module file names
+      addArticulatedSystem(template, params, resPath="", ...)  # a dict name -> value or a
+                                                               # list of ParameterContainer
+
+    `urdf` is a path, URDF text (decided by content) or a `Child` tree (programmatic
+    construction). Modules are inserted before `</robot>` (io/urdf_modules.py; the composed
+    file is written into the URDF's directory or resPath); a template's `@@name` variables
+    and `{expressions}` are evaluated first (io/template.py). The generalized coordinate
+    starts at zero joint angles with an identity base orientation."""
+    settings = _articulated_arguments(args, kwargs)
+    modules, params = settings.pop("modules"), settings.pop("params")
+    resPath, jointOrder = settings["resPath"], settings["jointOrder"]
+    collisionGroup, collisionMask = settings["collisionGroup"], settings["collisionMask"]
+    options = settings["options"]
+    if modules:
+      if isinstance(filePathOrURDFScript, urdf.Child):
+        raise TypeError("addArticulatedSystem: URDF modules need a URDF path or text, not a "
+                        "Child tree")
+      filePathOrURDFScript = urdf_modules.compose(str(filePathOrURDFScript), modules,
+                                                  str(resPath))
     if options is None:
       options = ArticulatedSystemOption()
     if not isinstance(options, ArticulatedSystemOption):
@@ -471,7 +541,8 @@ class World:
       source = ""
     else:
       text = str(filePathOrURDFScript)
-      description = urdf.load_urdf(text, res_path=resPath, joint_order=list(jointOrder) or None)
+      description = urdf.load_urdf(text, res_path=resPath, joint_order=list(jointOrder) or None,
+                                   params=params)
       source = "" if text.lstrip().startswith("<") else text
     entry = ArticulatedEntry(
         name="", description=description,
