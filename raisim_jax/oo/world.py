@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.oo import compilation_cache, exported_steps, objects, precision
+from raisim_jax.oo import compilation_cache, exported_steps, objects, precision, world_file
 from raisim_jax.oo.exported_steps import ExportedStep
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
@@ -31,7 +31,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
-from raisim_jax.io import urdf, urdf_modules
+from raisim_jax.io import urdf, urdf_modules, world_xml
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
@@ -177,10 +177,17 @@ class World:
   """A RaiSim world: objects, gravity, time step and time, stepped by the pure core.
 
   Args:
-    dtype: float64 (default, RaiSim's precision) or float32.
+    configFile: optional RaiSim world file (XML) to build the world from
+      (io/world_xml.py); objects can be added in code afterwards.
+    params: template parameters of the file (a dict name -> value or a list of
+      ParameterContainer), over the file's own <params>.
+    dtype: float64 (default, RaiSim's precision) or float32 (keyword).
   """
 
-  def __init__(self, dtype=jnp.float64):
+  def __init__(self, configFile=None, params=None, *, dtype=jnp.float64):
+    if configFile is not None and not isinstance(configFile, (str, os.PathLike)):
+      raise TypeError(f"World(configFile): expected the path of a world file, got "
+                      f"{configFile!r}; pass a precision as World(dtype=...)")
     with precision.context(dtype):
       self._dtype = resolve_dtype(dtype)
     self._description = WorldDescription()
@@ -196,6 +203,15 @@ class World:
     self._compiled_capacity = None
     self._compiled_material_names = []
     exported_steps.use_directory(compilation_cache.enable_default())
+    self._config_file = ""
+    if configFile is not None:
+      spec = world_xml.load(configFile, params)
+      self._config_file = spec.path
+      world_file.populate(self, spec)
+
+  def getConfigFile(self) -> str:
+    """The world file this world was built from ("" for a world built in code)."""
+    return self._config_file
 
   # ---- compile cache --------------------------------------------------------------------
   def _single_objects(self):

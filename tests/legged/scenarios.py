@@ -28,7 +28,7 @@ def standing_world(name, dtype, dt=1e-3):
   """(world, robot, nominal gc, foot frame indices): the robot above the ground, PD on its
   12 joints towards the nominal stance."""
   path, feet, leg, height, kp, kd = ROBOTS[name]
-  world = rj.World(dtype)
+  world = rj.World(dtype=dtype)
   world.setTimeStep(dt)
   world.addGround()
   robot = world.addArticulatedSystem(path)

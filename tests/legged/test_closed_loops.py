@@ -58,7 +58,7 @@ def test_four_bar_keeps_its_pin_closed_for_10_s(dtype, tolerance):
   """Released from the nominal configuration under gravity, the linkage swings for 10 s at
   dt = 1e-3: the pin error stays below 1e-4 m, and without damping the energy changes by less than 2% of the swing's
   potential energy."""
-  world = rj.World(dtype)
+  world = rj.World(dtype=dtype)
   world.setTimeStep(1e-3)
   robot = world.addArticulatedSystem(FOURBAR)
   robot.setState(NOMINAL, [0.0, 0.0, 0.0])

@@ -1,0 +1,254 @@
+"""RaiSim world files (#10 item 1): World(configFile, params) builds the world the same calls
+in code build (oracle: the compiled Model and State of that world, leaf for leaf)."""
+
+import os
+import textwrap
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+
+# The spec's material example (material_system.txt) with its tag structure repaired.
+MATERIALS = """<?xml version="1.0" ?>
+<raisim version="1.0">
+    <timeStep value="0.001"/>
+    <objects>
+        <ground name="ground" material="steel"/>
+        <sphere name="sphere_steel" mass="1" material="steel">
+            <dim radius="0.5"/>
+            <state pos="-2 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
+        </sphere>
+        <sphere name="sphere_rubber" mass="1" material="rubber">
+            <dim radius="0.5"/>
+            <state pos="0 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
+        </sphere>
+        <sphere name="sphere_copper" mass="1" material="copper">
+            <dim radius="0.5"/>
+            <state pos="2 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
+        </sphere>
+    </objects>
+    <material>
+        <default friction="0.8" restitution="0" restitution_threshold="0"/>
+        <pair_prop name1="steel" name2="steel" friction="0.8" restitution="0.95" restitution_threshold="0.001"/>
+        <pair_prop name1="steel" name2="rubber" friction="0.8" restitution="0.15" restitution_threshold="0.001"/>
+        <pair_prop name1="steel" name2="copper" friction="0.8" restitution="0.65" restitution_threshold="0.001"/>
+    </material>
+    <camera follow="anymal" x="1" y="1" z="1"/>
+</raisim>
+"""
+
+
+def _assert_same_world(a, b):
+  model_a, state_a = a.compile()
+  model_b, state_b = b.compile()
+  assert jax.tree.structure(model_a) == jax.tree.structure(model_b)
+  for x, y in zip(jax.tree.leaves((model_a, state_a)), jax.tree.leaves((model_b, state_b))):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def _write(directory, name, text):
+  path = os.path.join(directory, name)
+  with open(path, "w") as f:
+    f.write(textwrap.dedent(text))
+  return path
+
+
+def test_the_spec_material_example_loads_and_bounces_by_its_pairs(tmp_path):
+  path = _write(tmp_path, "material.xml", MATERIALS)
+  with pytest.warns(UserWarning, match=r"ignored .*<camera>"):
+    world = rj.World(path)
+  assert world.getConfigFile() == str(path)
+  code = rj.World()
+  code.setTimeStep(0.001)
+  code.addGround(0.0, "steel").setName("ground")
+  for x, material in ((-2, "steel"), (0, "rubber"), (2, "copper")):
+    sphere = code.addSphere(0.5, 1.0, material)
+    sphere.setPosition(x, 0, 5)
+    sphere.setName(f"sphere_{material}")
+  code.setDefaultMaterial(0.8, 0.0, 0.0)
+  code.setMaterialPairProp("steel", "steel", 0.8, 0.95, 0.001)
+  code.setMaterialPairProp("steel", "rubber", 0.8, 0.15, 0.001)
+  code.setMaterialPairProp("steel", "copper", 0.8, 0.65, 0.001)
+  _assert_same_world(world, code)
+  assert world.getTimeStep() == 0.001
+  assert world.getMaterialPairProperties("rubber", "steel").c_r == 0.15
+  assert world.getObject("sphere_copper").getPosition()[0] == 2.0
+  # The pairs act: after the first bounce the steel sphere rebounds fastest.
+  speeds = {}
+  for _ in range(1100):
+    world.integrate()
+    for name in ("sphere_steel", "sphere_rubber", "sphere_copper"):
+      speeds[name] = max(speeds.get(name, 0.0), world.getObject(name).getLinearVelocity()[2])
+  assert speeds["sphere_steel"] > speeds["sphere_copper"] > speeds["sphere_rubber"] > 0
+
+
+TEMPLATED = """\
+<raisim version="1.0">
+  <params>
+    <height value="1.0"/>
+    <param name="count" value="3"/>
+  </params>
+  <time_step value="{0.002/2}"/>
+  <gravity value="0, 0, -9.0"/>
+  <objects>
+    <include path="floor.xml"/>
+    <array idx="@@i" start="0" end="@@count" increment="1">
+      <sphere name="ball_@@i" mass="{1+@@i}" collisionGroup="collision[1]" collision_mask="collision[0|1]">
+        <dim radius="{0.1+0.05*@@i}"/>
+        <state pos="{@@i*0.5} 0 @@height" lin_vel="0 0 {-@@i}" angVel="0 0 1"/>
+      </sphere>
+    </array>
+    <box name="crate" mass="2" exist="@@with_crate" body_type="static">
+      <dim x="0.2" y="0.3" z="0.4"/>
+      <inertia xx="0.1" xy="0" xz="0" yy="0.2" yz="0" zz="0.3"/>
+      <state pos="0 1 0.2" quat="0 0 0 2"/>
+    </box>
+    <capsule name="pill" mass="1"><dim radius="0.05" height="0.2"/><state pos="1 1 1"/></capsule>
+    <cylinder name="can" mass="1"><dim radius="0.05" height="0.2"/><state pos="2 1 1"/></cylinder>
+    <cone name="cone" mass="1"><dim radius="0.05" height="0.2"/><state pos="3 1 1"/></cone>
+    <compound name="dumbbell" mass="2" com="0 0 0">
+      <inertia xx="0.01" xy="0" xz="0" yy="0.02" yz="0" zz="0.02"/>
+      <children>
+        <sphere material="rubber"><dim radius="0.05"/><state pos="0.2 0 0"/></sphere>
+        <box><dim x="0.4" y="0.02" z="0.02"/></box>
+      </children>
+      <state pos="0 -1 1"/>
+    </compound>
+  </objects>
+</raisim>
+"""
+
+
+def _templated_in_code(count, height, with_crate):
+  world = rj.World()
+  world.setTimeStep(0.001)
+  world.setGravity([0, 0, -9.0])
+  world.addGround(-0.5).setName("floor")
+  for i in range(count):
+    ball = world.addSphere(0.1 + 0.05 * i, 1.0 + i, "default", rj.COLLISION(1),
+                           rj.COLLISION(0) | rj.COLLISION(1))
+    ball.setPosition(i * 0.5, 0, height)
+    ball.setVelocity(0, 0, -i, 0, 0, 1)
+    ball.setName(f"ball_{i}")
+  if with_crate:
+    crate = world.addBox(0.2, 0.3, 0.4, 2.0)
+    crate.setInertia(np.diag([0.1, 0.2, 0.3]))
+    crate.setPosition(0, 1, 0.2)
+    crate.setOrientation(0, 0, 0, 1)
+    crate.setBodyType(rj.BodyType.STATIC)
+    crate.setName("crate")
+  for i, (add, name) in enumerate(((world.addCapsule, "pill"), (world.addCylinder, "can"),
+                                   (world.addCone, "cone"))):
+    body = add(0.05, 0.2, 1.0)
+    body.setPosition(i + 1, 1, 1)
+    body.setName(name)
+  children = [rj.CompoundObjectChild(rj.ObjectType.SPHERE, [0.05, 0, 0, 0], "rubber",
+                                     trans=rj.Transformation([0.2, 0, 0])),
+              rj.CompoundObjectChild(rj.ObjectType.BOX, [0.4, 0.02, 0.02, 0])]
+  dumbbell = world.addCompound(children, 2.0, [0, 0, 0], np.diag([0.01, 0.02, 0.02]))
+  dumbbell.setPosition(0, -1, 1)
+  dumbbell.setName("dumbbell")
+  return world
+
+
+@pytest.mark.parametrize("params, count, height, with_crate", [
+    ({"with_crate": "true"}, 3, 1.0, True),
+    ([rj.ParameterContainer("with_crate", "0"), rj.ParameterContainer("count", "2"),
+      rj.ParameterContainer("height", 2.5)], 2, 2.5, False)])
+def test_templates_arrays_includes_and_both_spellings(tmp_path, params, count, height,
+                                                      with_crate):
+  (tmp_path / "parts").mkdir()
+  _write(tmp_path, "floor.xml", """\
+      <raisim version="1.0"><objects>
+        <ground name="floor" height="-0.5"/>
+      </objects></raisim>""")
+  path = _write(tmp_path / "parts", "world.xml", TEMPLATED.replace(
+      'path="floor.xml"', 'path="[THIS_DIR]/../floor.xml"'))
+  world = rj.World(path, params)
+  _assert_same_world(world, _templated_in_code(count, height, with_crate))
+  # A loaded world takes objects from code too, and steps.
+  world.addSphere(0.1, 1.0).setPosition(5, 5, 1)
+  for _ in range(5):
+    world.integrate()
+  assert np.all(np.isfinite(world.getObject("ball_0").getPosition()))
+
+
+ROBOT = """\
+<raisim version="1.0">
+  <objects>
+    <ground name="floor"/>
+    <articulatedSystem name="pendulum" urdfPath="[THIS_DIR]/pendulum.urdf" collision_group="collision[2]">
+      <state qpos="0.3" qvel="-0.5"/>
+      <pd p_gain="20" d_gain="1" p_target="0.1" d_target="0"/>
+    </articulatedSystem>
+  </objects>
+</raisim>
+"""
+
+
+def test_articulated_system_with_state_and_pd(tmp_path):
+  with open("rsc/urdf/pendulum.urdf") as f:
+    _write(tmp_path, "pendulum.urdf", f.read())
+  path = _write(tmp_path, "robot.xml", ROBOT)
+  world = rj.World(path)
+  code = rj.World()
+  code.addGround().setName("floor")
+  robot = code.addArticulatedSystem(str(tmp_path / "pendulum.urdf"), "", (), rj.COLLISION(2))
+  robot.setState([0.3], [-0.5])
+  robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
+  robot.setPdGains([20.0], [1.0])
+  robot.setPdTarget([0.1], [0.0])
+  robot.setName("pendulum")
+  _assert_same_world(world, code)
+  for w in (world, code):
+    for _ in range(20):
+      w.integrate()
+  np.testing.assert_array_equal(world.getObject("pendulum").getGeneralizedCoordinate(),
+                                code.getObject("pendulum").getGeneralizedCoordinate())
+
+
+@pytest.mark.parametrize("body, message", [
+    ('<sphere mass="1"><dim radius="abc"/><state pos="0 0 1"/></sphere>',
+     r"line 3, <dim>: attribute 'radius': 'abc' is not a number"),
+    ('<sphere mass="-1"><dim radius="0.1"/><state pos="0 0 1"/></sphere>',
+     r"line 3, <sphere>: attribute 'mass' must be positive"),
+    ('<box mass="1"><dim x="1" y="1" z="1"/><state pos="0 0"/></box>',
+     r"line 3, <state>: attribute 'pos' needs 3 numbers, got 2"),
+    ('<sphere mass="1"><dim radius="0.1"/><state pos="0 0 1" quat="0 0 0 0"/></sphere>',
+     r"line 3, <state>: attribute 'quat' must not be zero"),
+    ('<sphere mass="1"><dim radius="@@r"/><state pos="0 0 1"/></sphere>',
+     r"line 3: template variable @@r has no value"),
+    ('<sphere mass="{1+}"><dim radius="1"/><state pos="0 0 1"/></sphere>',
+     r"line 3: malformed expression \{1\+\}"),
+    ('<wire name="w" type="stiff"/>', r"line 3, <wire>: wires .* not simulated"),
+    ('<heightmap name="h"/>', r"line 3, <heightmap>: height maps are not supported"),
+    ('<teapot/>', r"line 3, <teapot>: unknown object"),
+    ('<sphere mass="1" body_type="floating"><dim radius="1"/><state pos="0 0 1"/></sphere>',
+     r"line 3, <sphere>: attribute 'body_type' must be dynamic, kinematic or static"),
+])
+def test_bad_files_name_file_line_and_element(tmp_path, body, message):
+  path = _write(tmp_path, "bad.xml", f'<raisim version="1.0">\n<objects>\n{body}\n'
+                                     f'</objects>\n</raisim>\n')
+  with pytest.raises(ValueError, match=r"bad.xml, " + message):
+    rj.World(path)
+
+
+def test_world_level_errors(tmp_path):
+  with pytest.raises(FileNotFoundError, match="missing.xml: world file not found"):
+    rj.World(str(tmp_path / "missing.xml"))
+  path = _write(tmp_path, "erp.xml", '<raisim>\n<erp erp="0.1" erp2="0.002"/>\n</raisim>')
+  with pytest.raises(ValueError, match=r"erp.xml, line 2, <erp>: 'erp2'.*not supported"):
+    rj.World(path)
+  path = _write(tmp_path, "broken.xml", '<raisim>\n<objects>\n</raisim>')
+  with pytest.raises(ValueError, match=r"broken.xml: malformed XML \(line 3\)"):
+    rj.World(path)
+  with pytest.raises(TypeError, match=r"World\(dtype=...\)"):
+    rj.World(jnp.float32)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    world = rj.World(dtype=jnp.float32)       # a world in code still takes its precision
+  assert world.getConfigFile() == ""
