@@ -125,6 +125,8 @@ class ArticulatedEntry:
     feedforward_force: (nv,).
     collision_group, collision_mask: 64-bit collision bits.
     source: the URDF path, or '' for a URDF string or a Child.
+    urdf_text: the URDF as loaded when it is not the plain file at `source` (URDF text, a
+      preprocessed template), '' otherwise (exportToXml writes it out).
     res_path: resource directory.
     p_target, d_target: (nq,), (nv,) PD targets (None: the initial configuration, zero).
     do_not_collide_with_parent: ArticulatedSystemOption.doNotCollideWithParent: a body and its
@@ -150,6 +152,7 @@ class ArticulatedEntry:
   collision_mask: int = ALL_GROUPS
   source: str = ""
   res_path: str = ""
+  urdf_text: str = ""
   p_target: np.ndarray | None = None
   d_target: np.ndarray | None = None
   do_not_collide_with_parent: bool = True

@@ -12,13 +12,15 @@ The format (world.txt, "World Configuration File"; material_system.txt's example
       </material>
       <objects>
         <ground name="floor" height="0" material="steel"/>
-        <sphere name="ball" mass="1" material="rubber" collision_group="collision[1]">
+        <sphere name="ball" mass="1" material="rubber" collision_group="collision[1]"
+                com="0 0 0" (optional: the COM in the shape frame, as setCom)>
           <dim radius="0.5"/>  <inertia xx= xy= xz= yy= yz= zz=/>  (optional)
           <state pos="0 0 @@height" quat="1 0 0 0" lin_vel="0 0 0" ang_vel="0 0 0"/>
         </sphere>
         <box> <dim x= y= z=/> ...   <cylinder>, <capsule>, <cone>: <dim radius= height=/>
         <compound mass= com=> <inertia/> <children> <box material=> <dim/>
-          <state pos= quat=/> </box> ... </children> <state/> </compound>
+          <state pos= quat=/> (or rot= 9 numbers, row-major) </box> ... </children>
+          <state/> </compound>
         <articulated_system name= urdf_path= res_dir= collision_group= collision_mask=>
           <state qpos="..." qvel="..."/>  <pd p_gain= d_gain= p_target= d_target=/>
         </articulated_system>
@@ -52,6 +54,7 @@ import numpy as np
 from lxml import etree
 
 from raisim_jax.io import template
+from raisim_jax.math import quaternion
 
 ALL_GROUPS = -1
 _SHAPES = {"sphere": ("radius",), "box": ("x", "y", "z"), "cylinder": ("radius", "height"),
@@ -84,7 +87,7 @@ class CompoundChild:
   dims: dict
   material: str
   pos: np.ndarray
-  quat: np.ndarray
+  rotation: np.ndarray        # (3, 3) child frame -> compound frame
   appearance: str
 
 
@@ -452,7 +455,8 @@ def _single_body(element, kind, scope):
       collision_group=element.collision_bits("collision_group", 1),
       collision_mask=element.collision_bits("collision_mask", ALL_GROUPS),
       body_type=_body_type(element), appearance=element.attributes.get("appearance", ""),
-      inertia=_inertia(children), state=_state(children, element))
+      inertia=_inertia(children), state=_state(children, element),
+      com=element.vector("com", 3) if "com" in element.attributes else None)
 
 
 def _compound(element, scope):
@@ -469,10 +473,16 @@ def _compound(element, scope):
     grand = _children(part, scope)
     pose = grand.get("state")
     pos = pose.vector("pos", 3, default=[0, 0, 0]) if pose else np.zeros(3)
-    quat = pose.vector("quat", 4, default=[1, 0, 0, 0]) if pose else np.array([1.0, 0, 0, 0])
+    if pose is not None and "rot" in pose.attributes:     # row-major 3x3 (exportToXml)
+      rotation = pose.vector("rot", 9).reshape(3, 3)
+    else:
+      quat = pose.vector("quat", 4, default=[1, 0, 0, 0]) if pose else np.array([1.0, 0, 0, 0])
+      if np.linalg.norm(quat) < 1e-12:
+        raise pose.error("attribute 'quat' must not be zero")
+      rotation = np.asarray(quaternion.to_matrix(quat / np.linalg.norm(quat)))
     parts.append(CompoundChild(kind=part.tag, dims=_dims(grand, part, part.tag),
                                material=part.text("material", "default"), pos=pos,
-                               quat=quat / np.linalg.norm(quat),
+                               rotation=rotation,
                                appearance=part.attributes.get("appearance", "")))
   inertia = _inertia(children)
   if inertia is None:

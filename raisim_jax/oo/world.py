@@ -31,7 +31,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
-from raisim_jax.io import urdf, urdf_modules, world_xml
+from raisim_jax.io import template, urdf, urdf_modules, world_xml
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
@@ -208,6 +208,16 @@ class World:
       spec = world_xml.load(configFile, params)
       self._config_file = spec.path
       world_file.populate(self, spec)
+
+  def exportToXml(self, dirOrPath, fileName=None):
+    """Writes this world as a RaiSim world file: exportToXml(dir, fileName) or
+    exportToXml(path). Loading it (World(path)) gives the same Model and State (poses,
+    velocities, masses, inertias, materials, collision filters, PD settings); a setting the
+    format cannot hold (damping, added springs, ignoreCollisionBetween, a Child-built
+    system) raises ValueError."""
+    path = str(dirOrPath) if fileName is None else os.path.join(str(dirOrPath), str(fileName))
+    self._ensure_compiled()
+    world_file.export(self, path)
 
   def getConfigFile(self) -> str:
     """The world file this world was built from ("" for a world built in code)."""
@@ -554,12 +564,19 @@ class World:
     if isinstance(filePathOrURDFScript, urdf.Child):
       description = urdf.description_from_child(
           filePathOrURDFScript, joint_order=list(jointOrder) or None)
-      source = ""
+      source, urdf_text = "", ""
     else:
       text = str(filePathOrURDFScript)
       description = urdf.load_urdf(text, res_path=resPath, joint_order=list(jointOrder) or None,
                                    params=params)
-      source = "" if text.lstrip().startswith("<") else text
+      is_text = text.lstrip().startswith("<") or "<robot" in text
+      source = "" if is_text else text
+      urdf_text = text if is_text else ""
+      if params is not None:
+        if not is_text:
+          with open(text, encoding="utf-8") as f:
+            urdf_text = f.read()
+        urdf_text = template.preprocess(urdf_text, params, text if not is_text else "<string>")
     entry = ArticulatedEntry(
         name="", description=description,
         generalized_coordinate=description.zero_configuration(),
@@ -567,7 +584,7 @@ class World:
         feedforward_force=np.zeros(description.dof),
         collision_group=_collision_bits(collisionGroup, "collisionGroup"),
         collision_mask=_collision_bits(collisionMask, "collisionMask"),
-        source=source, res_path=str(resPath),
+        source=source, res_path=str(resPath), urdf_text=urdf_text,
         do_not_collide_with_parent=bool(options.doNotCollideWithParent))
     self._structure_changed()
     view = ArticulatedSystem(self, entry)

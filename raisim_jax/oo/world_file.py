@@ -1,10 +1,13 @@
-"""Builds a World from a parsed RaiSim world file (io/world_xml.py) through the World's own
-API, so every value goes through the same checks as a script's calls; an error names the
-file, line and element it came from."""
+"""A World from a parsed RaiSim world file (io/world_xml.py), built through the World's own
+API so every value goes through the same checks as a script's calls (an error names the
+file, line and element it came from); and the reverse, `export`, which writes a World as a
+file that builds the same Model and State (floats written with repr: exact in float64)."""
+
+import os
 
 import numpy as np
+from lxml import etree
 
-from raisim_jax.math import quaternion
 from raisim_jax.oo.objects import CompoundObjectChild, Transformation
 from raisim_jax.types import BodyType, ControlMode, ObjectType
 
@@ -46,7 +49,7 @@ def _add(world, obj):
     if obj.kind == "compound":
       children = [CompoundObjectChild(
           _CHILD_TYPES[c.kind], _object_param(c.kind, c.dims), c.material, c.appearance,
-          Transformation(c.pos, np.asarray(quaternion.to_matrix(c.quat))))
+          Transformation(c.pos, c.rotation))
                   for c in obj.children]
       view = world.addCompound(children, obj.mass, obj.com, obj.inertia, obj.collision_group,
                                obj.collision_mask)
@@ -57,6 +60,8 @@ def _add(world, obj):
       view = add(*dims, obj.mass, obj.material, obj.collision_group, obj.collision_mask)
       if obj.inertia is not None:
         view.setInertia(obj.inertia)
+      if obj.com is not None:
+        view.setCom(obj.com)
     view.setPosition(*obj.state.pos)
     view.setOrientation(*obj.state.quat)
     view.setVelocity(*obj.state.lin_vel, *obj.state.ang_vel)
@@ -88,3 +93,126 @@ def _articulated_state(view, obj):
   if obj.p_target is not None or obj.d_target is not None:
     view.setPdTarget(view.getGeneralizedCoordinate() if obj.p_target is None else obj.p_target,
                      np.zeros(view.getDOF()) if obj.d_target is None else obj.d_target)
+
+
+def _vector(values):
+  return " ".join(repr(float(v)) for v in np.ravel(values))
+
+
+def _sub(parent, tag, **attributes):
+  return etree.SubElement(parent, tag, {k: v if isinstance(v, str) else _vector(v)
+                                        for k, v in attributes.items()})
+
+
+def _inertia_element(parent, inertia):
+  i = np.asarray(inertia, np.float64)
+  _sub(parent, "inertia", xx=i[0, 0], xy=i[0, 1], xz=i[0, 2], yy=i[1, 1], yz=i[1, 2],
+       zz=i[2, 2])
+
+
+def _dims_of(kind, size):
+  names = {"sphere": ("radius",), "box": ("x", "y", "z"), "cylinder": ("radius", "height"),
+           "capsule": ("radius", "height"), "cone": ("radius", "height")}[kind]
+  return {n: size[k] for k, n in enumerate(names)}
+
+
+_KINDS = {ObjectType.SPHERE: "sphere", ObjectType.BOX: "box", ObjectType.CYLINDER: "cylinder",
+          ObjectType.CAPSULE: "capsule", ObjectType.CONE: "cone"}
+_BODY_TYPE_NAMES = {v: k for k, v in _BODY_TYPES.items()}
+
+
+def _refuse(condition, what):
+  if condition:
+    raise ValueError(f"exportToXml: {what} cannot be written to a RaiSim world file")
+
+
+def export(world, path):
+  """Writes `world` to the RaiSim world file `path` (URDF texts that are not files of their
+  own, such as URDF strings and preprocessed templates, are written next to it as
+  <object name>.urdf). Raises ValueError naming a setting the format cannot hold."""
+  description = world._description
+  directory = os.path.dirname(os.path.abspath(path))
+  root = etree.Element("raisim", version="1.0")
+  _sub(root, "timeStep", value=[world.getTimeStep()])
+  _sub(root, "gravity", value=world.getGravity())
+  _sub(root, "erp", erp=[description.solver.erp])
+  material = _sub(root, "material")
+  default = description.default_material
+  _refuse(default.c_static_f != default.c_f or default.v_static != 0.0,
+          "a default material with its own static friction")
+  _sub(material, "default", friction=[default.c_f], restitution=[default.c_r],
+       restitution_threshold=[default.r_th])
+  for (name1, name2), pair in description.material_pairs.items():
+    _sub(material, "pair_prop", name1=name1, name2=name2, friction=[pair.c_f],
+         restitution=[pair.c_r], restitution_threshold=[pair.r_th],
+         static_friction=[pair.c_static_f], static_friction_threshold_velocity=[pair.v_static])
+  objects = _sub(root, "objects")
+  for index, view in enumerate(world._objects):
+    name = view.getName()
+    if view.getObjectType() == ObjectType.ARTICULATED_SYSTEM:
+      _export_articulated(objects, view, index, directory)
+    else:
+      _export_single(world, objects, view, name)
+  etree.ElementTree(root).write(str(path), pretty_print=True, xml_declaration=True,
+                                encoding="utf-8")
+
+
+def _export_single(world, objects, view, name):
+  d = view._description
+  common = dict(name=name) if name else {}
+  if d.appearance:
+    common["appearance"] = d.appearance
+  _refuse(d.linear_damping != 0 or np.any(np.asarray(d.angular_damping) != 0),
+          f"the damping of '{name}'")
+  if d.object_type == ObjectType.HALFSPACE:
+    _sub(objects, "ground", height=[float(view.getPosition()[2])],
+         material=d.shapes[0].material, collision_mask=str(int(d.collision_mask)), **common)
+    return
+  attributes = dict(mass=[float(view.getMass())], collision_group=str(int(d.collision_group)),
+                    collision_mask=str(int(d.collision_mask)),
+                    body_type=_BODY_TYPE_NAMES[BodyType(int(d.body_type))], **common)
+  if d.object_type == ObjectType.COMPOUND:
+    element = _sub(objects, "compound", com=np.asarray(d.com), **attributes)
+    _inertia_element(element, d.inertia)
+    children = _sub(element, "children")
+    for child in world._compound_children[id(d)]:
+      kind = _KINDS[ObjectType(int(child.objectType))]
+      part = _sub(children, kind, material=child.material,
+                  **({"appearance": child.appearance} if child.appearance else {}))
+      _sub(part, "dim", **{k: [v] for k, v in _dims_of(kind, child.objectParam).items()})
+      _sub(part, "state", pos=child.trans.pos, rot=np.asarray(child.trans.rot))
+  else:
+    kind = _KINDS[ObjectType(int(d.object_type))]
+    element = _sub(objects, kind, material=d.shapes[0].material, com=np.asarray(d.com),
+                   **attributes)
+    _sub(element, "dim", **{k: [v] for k, v in _dims_of(kind, d.size).items()})
+    _inertia_element(element, d.inertia)
+  _sub(element, "state", pos=view.getPosition(), quat=view.getQuaternion(),
+       lin_vel=view.getLinearVelocity(), ang_vel=view.getAngularVelocity())
+
+
+def _export_articulated(objects, view, index, directory):
+  entry = view._entry
+  name = view.getName()
+  _refuse(bool(entry.springs), f"springs added to '{name}' with addSpring")
+  _refuse(bool(entry.ignored_body_pairs), f"ignoreCollisionBetween on '{name}'")
+  if entry.urdf_text:
+    urdf_path = os.path.join(directory, f"{name or f'articulated_{index}'}.urdf")
+    with open(urdf_path, "w", encoding="utf-8") as f:
+      f.write(entry.urdf_text)
+  else:
+    _refuse(not entry.source, f"'{name}', built from a Child tree (it has no URDF),")
+    urdf_path = os.path.abspath(entry.source)
+  attributes = dict(urdf_path=urdf_path, collision_group=str(int(entry.collision_group)),
+                    collision_mask=str(int(entry.collision_mask)))
+  if name:
+    attributes["name"] = name
+  if entry.res_path:
+    attributes["res_dir"] = os.path.abspath(entry.res_path)
+  element = _sub(objects, "articulated_system", **attributes)
+  _sub(element, "state", qpos=view.getGeneralizedCoordinate(),
+       qvel=view.getGeneralizedVelocity())
+  if view.getControlMode() == ControlMode.PD_PLUS_FEEDFORWARD_TORQUE:
+    p_gain, d_gain = view.getPdGains()
+    p_target, d_target = view.getPdTarget()
+    _sub(element, "pd", p_gain=p_gain, d_gain=d_gain, p_target=p_target, d_target=d_target)
