@@ -13,33 +13,7 @@ import pytest
 import raisim_jax as rj
 
 # The spec's material example (material_system.txt) with its tag structure repaired.
-MATERIALS = """<?xml version="1.0" ?>
-<raisim version="1.0">
-    <timeStep value="0.001"/>
-    <objects>
-        <ground name="ground" material="steel"/>
-        <sphere name="sphere_steel" mass="1" material="steel">
-            <dim radius="0.5"/>
-            <state pos="-2 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
-        </sphere>
-        <sphere name="sphere_rubber" mass="1" material="rubber">
-            <dim radius="0.5"/>
-            <state pos="0 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
-        </sphere>
-        <sphere name="sphere_copper" mass="1" material="copper">
-            <dim radius="0.5"/>
-            <state pos="2 0 5" quat="1 0 0 0" linVel="0 0 0" angVel="0 0 0"/>
-        </sphere>
-    </objects>
-    <material>
-        <default friction="0.8" restitution="0" restitution_threshold="0"/>
-        <pair_prop name1="steel" name2="steel" friction="0.8" restitution="0.95" restitution_threshold="0.001"/>
-        <pair_prop name1="steel" name2="rubber" friction="0.8" restitution="0.15" restitution_threshold="0.001"/>
-        <pair_prop name1="steel" name2="copper" friction="0.8" restitution="0.65" restitution_threshold="0.001"/>
-    </material>
-    <camera follow="anymal" x="1" y="1" z="1"/>
-</raisim>
-"""
+MATERIALS = "rsc/worlds/materials.xml"
 
 
 def _assert_same_world(a, b):
@@ -57,11 +31,10 @@ def _write(directory, name, text):
   return path
 
 
-def test_the_spec_material_example_loads_and_bounces_by_its_pairs(tmp_path):
-  path = _write(tmp_path, "material.xml", MATERIALS)
+def test_the_spec_material_example_loads_and_bounces_by_its_pairs():
   with pytest.warns(UserWarning, match=r"ignored .*<camera>"):
-    world = rj.World(path)
-  assert world.getConfigFile() == str(path)
+    world = rj.World(MATERIALS)
+  assert world.getConfigFile() == os.path.abspath(MATERIALS)
   code = rj.World()
   code.setTimeStep(0.001)
   code.addGround(0.0, "steel").setName("ground")
