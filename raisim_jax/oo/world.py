@@ -31,7 +31,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
                                     WorldDescription)
-from raisim_jax.io import template, urdf, urdf_modules, world_xml
+from raisim_jax.io import mjcf, template, urdf, urdf_modules, world_xml
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
 from raisim_jax.collision import collision_bodies
@@ -205,9 +205,17 @@ class World:
     exported_steps.use_directory(compilation_cache.enable_default())
     self._config_file = ""
     if configFile is not None:
-      spec = world_xml.load(configFile, params)
-      self._config_file = spec.path
-      world_file.populate(self, spec)
+      if mjcf.is_mjcf(configFile):
+        if params:
+          raise ValueError(f"{configFile}: template parameters apply to RaiSim world files, "
+                           f"not to MJCF")
+        model = mjcf.load(configFile)
+        self._config_file = model.path
+        world_file.populate_mjcf(self, model)
+      else:
+        spec = world_xml.load(configFile, params)
+        self._config_file = spec.path
+        world_file.populate(self, spec)
 
   def exportToXml(self, dirOrPath, fileName=None):
     """Writes this world as a RaiSim world file: exportToXml(dir, fileName) or
@@ -577,15 +585,20 @@ class World:
           with open(text, encoding="utf-8") as f:
             urdf_text = f.read()
         urdf_text = template.preprocess(urdf_text, params, text if not is_text else "<string>")
+    return self._add_articulated(description, collisionGroup, collisionMask, options,
+                                 source=source, res_path=str(resPath), urdf_text=urdf_text)
+
+  def _add_articulated(self, description, collision_group, collision_mask, options, **entry):
+    """Adds an articulated system from its merged description (a URDF's, an MJCF body
+    tree's); `entry`: ArticulatedEntry fields (source, res_path, urdf_text)."""
     entry = ArticulatedEntry(
         name="", description=description,
         generalized_coordinate=description.zero_configuration(),
         generalized_velocity=np.zeros(description.dof),
         feedforward_force=np.zeros(description.dof),
-        collision_group=_collision_bits(collisionGroup, "collisionGroup"),
-        collision_mask=_collision_bits(collisionMask, "collisionMask"),
-        source=source, res_path=str(resPath), urdf_text=urdf_text,
-        do_not_collide_with_parent=bool(options.doNotCollideWithParent))
+        collision_group=_collision_bits(collision_group, "collisionGroup"),
+        collision_mask=_collision_bits(collision_mask, "collisionMask"),
+        do_not_collide_with_parent=bool(options.doNotCollideWithParent), **entry)
     self._structure_changed()
     view = ArticulatedSystem(self, entry)
     self._objects.append(view)

@@ -38,6 +38,30 @@ def populate(world, spec):
       raise ValueError(f"{obj.where}: {error}") from None
 
 
+def populate_mjcf(world, model):
+  """Applies an MjcfModel (io/mjcf.py): time step, gravity, the ground plane, one articulated
+  system per top-level body at MuJoCo's model pose (named after the body). The motors are
+  kept as `world.mjcfActuators` (io.mjcf.Actuator: gear * clip(ctrl, ctrlrange) on a joint)."""
+  from raisim_jax.io import urdf
+  from raisim_jax.oo.articulated_system import ArticulatedSystemOption
+  if model.time_step is not None:
+    world.setTimeStep(model.time_step)
+  if model.gravity is not None:
+    world.setGravity(model.gravity)
+  if model.ground_height is not None:
+    world.addGround(model.ground_height).setName("floor")
+  for system in model.systems:
+    description = urdf.build_description(system.name, system.links, system.joints, model.path)
+    view = world._add_articulated(description, 1, -1, ArticulatedSystemOption(),
+                                  source=model.path)
+    view.setName(system.name)
+    if system.floating:
+      gc = view.getGeneralizedCoordinate()
+      gc[:3], gc[3:7] = system.base_pos, system.base_quat
+      view.setGeneralizedCoordinate(gc)
+  world.mjcfActuators = list(model.actuators)
+
+
 def _add(world, obj):
   if obj.kind == "ground":
     view = world.addGround(obj.height, obj.material, obj.collision_mask)

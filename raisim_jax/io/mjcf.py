@@ -1,0 +1,497 @@
+"""MuJoCo MJCF models read into articulated descriptions (the spec's experimental subset).
+
+Supported (world.txt, "MJCF reader"): `<worldbody>` with nested `<body>`s, `free`, `slide`,
+`hinge` and `ball` joints, primitive geoms (plane, sphere, capsule, box, cylinder; `fromto`),
+`<inertial>` or inertia computed from the geoms (MuJoCo's density 1000 or `mass`), `<default>`
+classes (`class`, `childclass`, nested defaults), `<compiler angle eulerseq meshdir
+inertiafromgeom>`, `<option timestep gravity>`, joint `range` / `limited` / `damping` /
+`armature` / `stiffness` / `springref` / `ref`, and `<motor>` actuators (joint, gear,
+ctrlrange), kept as `Actuator`s for mapping controls to generalized forces.
+
+How MJCF maps onto the URDF-level records (`LinkSpec`, `JointSpec`) that `urdf.build_description`
+merges: every MJCF body becomes a link with the body's name and frame. A body with joints
+j1..jk (anchors p_i, axes in the body frame) is reached through a chain
+    parent --j1 (at body pos + R p1, body rot)--> "<body>/j1" --j2 (at p2 - p1)--> ...
+         --jk--> "<body>/jk" --fixed (at -pk)--> <body>
+(MuJoCo applies a body's joints in order, each about its own anchor), so massless links sit
+between the joints of one body; a body without joints is welded to its parent (fixed joint).
+A top-level body with a free joint is a floating-base system whose base frame is the body
+frame; one without is fixed to the world (root link "world"). Each top-level body is one
+system. Coordinates: a slide or hinge coordinate here is MuJoCo's qpos minus the joint's `ref`
+(the model pose is the zero configuration); an unnamed body is "body<MuJoCo body id>"; the
+free joint's velocity is (linear, angular)
+in the world frame here, (linear world, angular body) in MuJoCo (`mujoco_velocity_map`).
+
+Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
+flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (ellipsoid,
+mesh, hfield, sdf) and joint types raise an error naming the element and its line.
+"""
+
+import dataclasses
+import math
+import os
+import warnings
+from typing import Optional
+
+import numpy as np
+from lxml import etree
+
+from raisim_jax.io.articulated_description import Geometry, Inertial, JointSpec, LinkSpec
+from raisim_jax.types import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
+
+_IGNORED = {"include", "tendon", "equality", "sensor", "contact", "composite", "flexcomp",
+            "keyframe", "extension", "plugin", "deformable", "custom"}
+_VISUAL = {"visual", "statistic", "size", "light", "camera", "site"}
+_JOINT_TYPES = {"hinge": JOINT_REVOLUTE, "slide": JOINT_PRISMATIC, "ball": JOINT_SPHERICAL}
+_DEFAULT_DENSITY = 1000.0
+
+
+@dataclasses.dataclass
+class Actuator:
+  """A `<motor>`: generalized force gear * clip(ctrl, ctrlrange) on joint `joint`."""
+  name: str
+  joint: str
+  gear: float
+  ctrl_range: Optional[tuple]
+
+
+@dataclasses.dataclass
+class MjcfSystem:
+  """One top-level body tree: its links and joints (URDF-level), the MuJoCo joint names in
+  MuJoCo's dof order and each slide/hinge joint's `ref`."""
+  name: str
+  links: list
+  joints: list
+  floating: bool
+  base_pos: np.ndarray
+  base_quat: np.ndarray
+  refs: dict
+
+
+@dataclasses.dataclass
+class MjcfModel:
+  path: str
+  time_step: Optional[float]
+  gravity: Optional[np.ndarray]
+  ground_height: Optional[float]
+  systems: list
+  actuators: list
+  ignored: list
+
+
+def is_mjcf(path):
+  """Whether `path` is an XML file whose root element is <mujoco>."""
+  try:
+    for _, element in etree.iterparse(str(path), events=("start",)):
+      return element.tag == "mujoco"
+  except (OSError, etree.XMLSyntaxError):
+    return False
+  return False
+
+
+class _Reader:
+  def __init__(self, path):
+    self.path = os.path.abspath(str(path))
+    try:
+      self.root = etree.parse(self.path, etree.XMLParser(remove_comments=True)).getroot()
+    except OSError:
+      raise FileNotFoundError(f"{path}: MJCF file not found") from None
+    except etree.XMLSyntaxError as error:
+      raise ValueError(f"{path}: malformed XML (line {error.lineno}): {error.msg}") from None
+    self.ignored = []
+    self.body_count = 0
+    compiler = self.root.find("compiler")
+    attrs = dict(compiler.attrib) if compiler is not None else {}
+    self.degrees = attrs.get("angle", "degree") == "degree"
+    self.eulerseq = attrs.get("eulerseq", "xyz")
+    if attrs.get("coordinate", "local") != "local":
+      raise self.error(compiler, "coordinate='global' is not supported (MuJoCo 3 removed it)")
+    self.inertia_from_geom = attrs.get("inertiafromgeom", "auto")
+    self.autolimits = attrs.get("autolimits", "true") == "true"
+    self.defaults = {}
+    for default in self.root.findall("default"):
+      self._read_defaults(default, {})
+
+  def error(self, element, message):
+    tag = element.tag if element is not None else "mujoco"
+    line = element.sourceline if element is not None else "?"
+    return ValueError(f"{self.path}, line {line}, <{tag}>: {message}")
+
+  # ---- defaults --------------------------------------------------------------------------
+  def _read_defaults(self, element, inherited):
+    name = element.get("class", "main")
+    own = {tag: dict(values) for tag, values in inherited.items()}
+    for child in element:
+      if not isinstance(child.tag, str) or child.tag == "default":
+        continue
+      own.setdefault(child.tag, {}).update(child.attrib)
+    self.defaults[name] = own
+    for child in element.findall("default"):
+      self._read_defaults(child, own)
+
+  def attributes(self, element, childclass):
+    """The element's attributes over its class defaults (own `class`, else the enclosing
+    body's `childclass`, else "main")."""
+    name = element.get("class") or childclass or "main"
+    if name not in self.defaults and name != "main":
+      raise self.error(element, f"unknown default class '{name}'")
+    tag = "joint" if element.tag == "freejoint" else element.tag
+    values = dict(self.defaults.get(name, {}).get(tag, {}))
+    values.update(element.attrib)
+    return values
+
+  # ---- numbers and frames --------------------------------------------------------------
+  def numbers(self, element, values, name, count=None, default=None):
+    raw = values.get(name)
+    if raw is None:
+      if default is None:
+        raise self.error(element, f"attribute '{name}' is required")
+      return np.asarray(default, np.float64)
+    try:
+      result = np.asarray([float(v) for v in raw.split()], np.float64)
+    except ValueError:
+      raise self.error(element, f"attribute '{name}': '{raw}' is not a list of numbers") \
+          from None
+    if count is not None and result.shape[0] != count:
+      raise self.error(element, f"attribute '{name}' needs {count} numbers, got "
+                                f"{result.shape[0]}")
+    if not np.all(np.isfinite(result)):
+      raise self.error(element, f"attribute '{name}' must be finite, got '{raw}'")
+    return result
+
+  def angle(self, value):
+    return math.radians(value) if self.degrees else value
+
+  def rotation(self, element, values):
+    """(3, 3) orientation from quat / axisangle / euler / xyaxes / zaxis (identity if none)."""
+    if "quat" in values:
+      q = self.numbers(element, values, "quat", 4)
+      norm = np.linalg.norm(q)
+      if norm < 1e-12:
+        raise self.error(element, "attribute 'quat' must not be zero")
+      return _quat_to_matrix(q / norm)
+    if "axisangle" in values:
+      a = self.numbers(element, values, "axisangle", 4)
+      return _axis_angle(a[:3], self.angle(a[3]), element, self)
+    if "euler" in values:
+      angles = [self.angle(v) for v in self.numbers(element, values, "euler", 3)]
+      rotation = np.eye(3)
+      for axis_name, angle in zip(self.eulerseq, angles):
+        axis = np.eye(3)["xyz".index(axis_name.lower())]
+        step = _axis_angle(axis, angle, element, self)
+        # lowercase: intrinsic (rotate about the moving axes), uppercase: extrinsic.
+        rotation = rotation @ step if axis_name.islower() else step @ rotation
+      return rotation
+    if "xyaxes" in values:
+      v = self.numbers(element, values, "xyaxes", 6)
+      x = v[:3] / np.linalg.norm(v[:3])
+      y = v[3:] - x * (x @ v[3:])
+      y = y / np.linalg.norm(y)
+      return np.stack([x, y, np.cross(x, y)], axis=1)
+    if "zaxis" in values:
+      return _z_to(self.numbers(element, values, "zaxis", 3))
+    return np.eye(3)
+
+
+def _quat_to_matrix(q):
+  w, x, y, z = q
+  return np.array([
+      [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _matrix_to_quat(r):
+  w = math.sqrt(max(0.0, 1.0 + r[0, 0] + r[1, 1] + r[2, 2])) / 2
+  x = math.sqrt(max(0.0, 1.0 + r[0, 0] - r[1, 1] - r[2, 2])) / 2
+  y = math.sqrt(max(0.0, 1.0 - r[0, 0] + r[1, 1] - r[2, 2])) / 2
+  z = math.sqrt(max(0.0, 1.0 - r[0, 0] - r[1, 1] + r[2, 2])) / 2
+  x = math.copysign(x, r[2, 1] - r[1, 2])
+  y = math.copysign(y, r[0, 2] - r[2, 0])
+  z = math.copysign(z, r[1, 0] - r[0, 1])
+  q = np.array([w, x, y, z])
+  return q / np.linalg.norm(q)
+
+
+def _axis_angle(axis, angle, element, reader):
+  norm = np.linalg.norm(axis)
+  if norm < 1e-12:
+    raise reader.error(element, "rotation axis must not be zero")
+  k = axis / norm
+  skew = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+  return np.eye(3) + math.sin(angle) * skew + (1 - math.cos(angle)) * skew @ skew
+
+
+def _z_to(direction):
+  """A rotation whose z axis is `direction` (MuJoCo's minimal rotation from +z)."""
+  z = direction / np.linalg.norm(direction)
+  axis = np.cross([0.0, 0.0, 1.0], z)
+  s, c = np.linalg.norm(axis), z[2]
+  if s < 1e-12:
+    return np.eye(3) if c > 0 else np.diag([1.0, -1.0, -1.0])
+  k = axis / s
+  skew = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+  return np.eye(3) + s * skew + (1 - c) * skew @ skew
+
+
+# ---- geoms ---------------------------------------------------------------------------------
+def _geom(reader, element, values):
+  """(Geometry (None for a plane), whether it collides, mass, inertia about its centre in
+  the geom frame, position and rotation in the body frame)."""
+  kind = values.get("type", "sphere")
+  size = reader.numbers(element, values, "size", default=[0.0, 0.0, 0.0])
+  if "fromto" in values:
+    if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
+      raise reader.error(element, f"fromto is not allowed on a {kind}")
+    ends = reader.numbers(element, values, "fromto", 6)
+    axis = ends[3:] - ends[:3]
+    half = np.linalg.norm(axis) / 2
+    if half <= 0:
+      raise reader.error(element, "fromto's two points coincide")
+    pos, rot = (ends[:3] + ends[3:]) / 2, _z_to(axis)
+    size = np.array([size[0], half] + list(size[2:3]))
+  else:
+    pos = reader.numbers(element, values, "pos", 3, default=[0, 0, 0])
+    rot = reader.rotation(element, values)
+  if kind == "plane":
+    return None, False, 0.0, np.zeros((3, 3)), pos, rot
+  if kind == "sphere":
+    r = size[0]
+    volume, inertia_unit = 4 / 3 * math.pi * r**3, np.full(3, 2 / 5 * r * r)
+    geometry = Geometry("sphere", pos, rot, radius=r)
+  elif kind == "capsule":
+    r, h = size[0], 2 * size[1]
+    cylinder, sphere = math.pi * r * r * h, 4 / 3 * math.pi * r**3
+    volume = cylinder + sphere
+    # MuJoCo's capsule: a cylinder and two hemispheres displaced along z.
+    axial = (cylinder * r * r / 2 + sphere * 2 / 5 * r * r) / volume
+    lateral = (cylinder * (3 * r * r + h * h) / 12
+               + sphere * (2 / 5 * r * r + h * (3 * r + 2 * h) / 8)) / volume
+    inertia_unit = np.array([lateral, lateral, axial])
+    geometry = Geometry("capsule", pos, rot, radius=r, length=h)
+  elif kind == "cylinder":
+    r, h = size[0], 2 * size[1]
+    volume = math.pi * r * r * h
+    inertia_unit = np.array([(3 * r * r + h * h) / 12, (3 * r * r + h * h) / 12, r * r / 2])
+    geometry = Geometry("cylinder", pos, rot, radius=r, length=h)
+  elif kind == "box":
+    full = 2 * size[:3]
+    volume = float(np.prod(full))
+    x, y, z = full
+    inertia_unit = np.array([y * y + z * z, x * x + z * z, x * x + y * y]) / 12
+    geometry = Geometry("box", pos, rot, size=full)
+  else:
+    raise reader.error(element, f"geom type '{kind}' is not supported by raisim_jax's MJCF "
+                                f"reader (plane, sphere, capsule, cylinder, box)")
+  if np.any(size[:1] <= 0):
+    raise reader.error(element, f"size must be positive, got {values.get('size')}")
+  if "mass" in values:
+    mass = float(reader.numbers(element, values, "mass", 1)[0])
+  else:
+    mass = float(reader.numbers(element, values, "density", 1, [_DEFAULT_DENSITY])[0]) * volume
+  geometry.name = values.get("name", "")
+  geometry.sourceline = element.sourceline
+  collides = not (values.get("contype", "1") == "0" and values.get("conaffinity", "1") == "0")
+  return geometry, collides, mass, np.diag(mass * inertia_unit), pos, rot
+
+
+def _combine(parts):
+  """Inertial of point-free rigid parts [(mass, com, inertia about com, body frame)]."""
+  mass = sum(p[0] for p in parts)
+  if mass <= 0:
+    return Inertial()
+  com = sum(p[0] * p[1] for p in parts) / mass
+  inertia = np.zeros((3, 3))
+  for m, c, i in parts:
+    d = c - com
+    inertia += i + m * (d @ d * np.eye(3) - np.outer(d, d))
+  return Inertial(mass=mass, com=com, inertia=inertia)
+
+
+# ---- bodies and joints ---------------------------------------------------------------------
+def _read_body(reader, element, parent, childclass, system, pending_links, pending_joints,
+               top_level):
+  """Adds the links/joints of `element` (an MJCF <body>) under link `parent`."""
+  values = dict(element.attrib)
+  childclass = element.get("childclass", childclass)
+  reader.body_count += 1       # MuJoCo's body id (document order, the worldbody is 0)
+  name = element.get("name") or f"body{reader.body_count}"
+  pos = reader.numbers(element, values, "pos", 3, default=[0, 0, 0])
+  rot = reader.rotation(element, values)
+  link = LinkSpec(name=name, sourceline=element.sourceline)
+  geom_parts = []
+  joints = []
+  for child in element:
+    if not isinstance(child.tag, str):
+      continue
+    if child.tag in ("joint", "freejoint"):
+      joints.append(child)
+    elif child.tag == "geom":
+      gvalues = reader.attributes(child, childclass)
+      geometry, collides, mass, inertia, gpos, grot = _geom(reader, child, gvalues)
+      if geometry is None:
+        raise reader.error(child, "a plane must belong to the worldbody")
+      if collides:
+        link.collisions.append(geometry)
+      geom_parts.append((mass, gpos, grot @ inertia @ grot.T))
+    elif child.tag == "inertial":
+      ivalues = dict(child.attrib)
+      imass = float(reader.numbers(child, ivalues, "mass", 1)[0])
+      ipos = reader.numbers(child, ivalues, "pos", 3)
+      irot = reader.rotation(child, ivalues)
+      if "diaginertia" in ivalues:
+        local = np.diag(reader.numbers(child, ivalues, "diaginertia", 3))
+      else:
+        f = reader.numbers(child, ivalues, "fullinertia", 6)
+        local = np.array([[f[0], f[3], f[4]], [f[3], f[1], f[5]], [f[4], f[5], f[2]]])
+      link.inertial = Inertial(mass=imass, com=ipos, inertia=irot @ local @ irot.T)
+    elif child.tag in _VISUAL:
+      continue
+    elif child.tag != "body":
+      reader.ignored.append(f"<{child.tag}>")
+  explicit = element.find("inertial") is not None
+  if not explicit or reader.inertia_from_geom == "true":
+    if geom_parts and (reader.inertia_from_geom != "false"):
+      link.inertial = _combine(geom_parts)
+  pending_links.append(link)
+
+  free = [j for j in joints if j.tag == "freejoint"
+          or reader.attributes(j, childclass).get("type", "hinge") == "free"]
+  if free:
+    if not top_level or len(joints) != 1:
+      raise reader.error(free[0], "a free joint must be the only joint of a top-level body")
+    system.floating = True
+    system.base_pos, system.base_quat = pos, _matrix_to_quat(rot)
+    return name, childclass
+  previous, anchor = parent, np.zeros(3)
+  for k, joint in enumerate(joints):
+    jvalues = reader.attributes(joint, childclass)
+    kind = jvalues.get("type", "hinge")
+    if kind not in _JOINT_TYPES:
+      raise reader.error(joint, f"joint type '{kind}' is not supported")
+    jname = jvalues.get("name") or f"{name}_joint{k}"
+    jpos = reader.numbers(joint, jvalues, "pos", 3, default=[0, 0, 0])
+    axis = reader.numbers(joint, jvalues, "axis", 3, default=[0, 0, 1])
+    if np.linalg.norm(axis) < 1e-12:
+      raise reader.error(joint, "attribute 'axis' must not be zero")
+    spec = JointSpec(name=jname, type=_JOINT_TYPES[kind], parent=previous,
+                     child=f"{name}/{jname}", axis=axis / np.linalg.norm(axis),
+                     sourceline=joint.sourceline)
+    if k == 0:
+      spec.pos, spec.rot = pos + rot @ jpos, rot
+    else:
+      spec.pos = jpos - anchor
+    scale = (math.pi / 180 if reader.degrees else 1.0) if kind == "hinge" else 1.0
+    ref = float(jvalues.get("ref", "0")) * scale
+    limited = jvalues.get("limited", "auto")
+    if (limited == "true" or (limited == "auto" and reader.autolimits
+                              and "range" in jvalues)) and kind != "ball":
+      low, high = reader.numbers(joint, jvalues, "range", 2) * scale
+      spec.lower, spec.upper = low - ref, high - ref
+    spec.damping = float(jvalues.get("damping", "0"))
+    spec.rotor_inertia = float(jvalues.get("armature", "0"))
+    spec.stiffness = float(jvalues.get("stiffness", "0"))
+    if spec.stiffness and kind != "ball":
+      spec.spring_mount = np.array([float(jvalues.get("springref", "0")) * scale - ref])
+    system.refs[jname] = ref if kind != "ball" else 0.0
+    pending_joints.append(spec)
+    pending_links.append(LinkSpec(name=spec.child, sourceline=joint.sourceline))
+    previous, anchor = spec.child, jpos
+  fixed = JointSpec(name=f"{name}/anchor" if joints else f"{name}/weld", type=JOINT_FIXED,
+                    parent=previous, child=name, sourceline=element.sourceline)
+  if joints:
+    fixed.pos = -anchor
+  else:
+    fixed.pos, fixed.rot = pos, rot
+  pending_joints.append(fixed)
+  return name, childclass
+
+
+def _read_tree(reader, element, parent, childclass, system, top_level=False):
+  name, childclass = _read_body(reader, element, parent, childclass, system, system.links,
+                                system.joints, top_level)
+  for child in element.findall("body"):
+    _read_tree(reader, child, name, childclass, system)
+
+
+def load(path):
+  """MjcfModel of the MJCF file `path` (warns once about ignored elements).
+
+  Raises:
+    FileNotFoundError, ValueError: naming the file, the line and the element.
+  """
+  reader = _Reader(path)
+  root = reader.root
+  time_step = gravity = None
+  option = root.find("option")
+  if option is not None:
+    if "timestep" in option.attrib:
+      time_step = float(reader.numbers(option, option.attrib, "timestep", 1)[0])
+    if "gravity" in option.attrib:
+      gravity = reader.numbers(option, option.attrib, "gravity", 3)
+  for child in root:
+    if isinstance(child.tag, str) and child.tag in _IGNORED:
+      reader.ignored.append(f"<{child.tag}>")
+  worldbody = root.find("worldbody")
+  if worldbody is None:
+    raise reader.error(root, "no <worldbody>")
+  ground, systems = None, []
+  for child in worldbody:
+    if not isinstance(child.tag, str):
+      continue
+    if child.tag == "geom":
+      values = reader.attributes(child, None)
+      if values.get("type", "sphere") != "plane":
+        raise reader.error(child, "only planes are supported as worldbody geoms")
+      normal = reader.rotation(child, values)[:, 2]
+      if not np.allclose(normal, [0, 0, 1]):
+        raise reader.error(child, "only a horizontal plane (the ground) is supported")
+      ground = float(reader.numbers(child, values, "pos", 3, [0, 0, 0])[2])
+    elif child.tag == "body":
+      system = MjcfSystem(name=child.get("name", f"body{len(systems)}"), links=[],
+                          joints=[], floating=False, base_pos=np.zeros(3),
+                          base_quat=np.array([1.0, 0, 0, 0]), refs={})
+      if not _is_floating(reader, child):
+        system.links.append(LinkSpec(name="world", sourceline=child.sourceline))
+        parent = "world"
+      else:
+        parent = None
+      _read_tree(reader, child, parent, child.get("childclass"), system, top_level=True)
+      systems.append(system)
+    elif child.tag in _VISUAL:
+      continue
+    else:
+      reader.ignored.append(f"<worldbody><{child.tag}>")
+  actuators = []
+  actuator = root.find("actuator")
+  if actuator is not None:
+    for motor in actuator:
+      if not isinstance(motor.tag, str):
+        continue
+      if motor.tag != "motor" or "joint" not in motor.attrib:
+        reader.ignored.append(f"<actuator><{motor.tag}>")
+        continue
+      values = reader.attributes(motor, None)
+      limited = values.get("ctrllimited", "auto")
+      ctrl_range = None
+      if limited == "true" or (limited == "auto" and reader.autolimits
+                               and "ctrlrange" in values):
+        ctrl_range = tuple(reader.numbers(motor, values, "ctrlrange", 2))
+      gear = float(reader.numbers(motor, values, "gear", default=[1.0])[0])
+      actuators.append(Actuator(values.get("name", ""), values["joint"], gear, ctrl_range))
+  if reader.ignored:
+    warnings.warn(f"{reader.path}: ignored by raisim_jax's MJCF reader: "
+                  f"{', '.join(sorted(set(reader.ignored)))}", stacklevel=3)
+  return MjcfModel(path=reader.path, time_step=time_step, gravity=gravity,
+                   ground_height=ground, systems=systems, actuators=actuators,
+                   ignored=sorted(set(reader.ignored)))
+
+
+def _is_floating(reader, body):
+  for child in body:
+    if child.tag == "freejoint":
+      return True
+    if child.tag == "joint":
+      if reader.attributes(child, body.get("childclass")).get("type", "hinge") == "free":
+        return True
+  return False
