@@ -94,3 +94,40 @@ def test_body_positions_and_mass_matrix_match_mujoco(name):
     _full_mass_matrix(mj_model, data, full)
     ours = t.T @ robot.getMassMatrix() @ t
     np.testing.assert_allclose(ours, full, atol=1e-9, err_msg=name)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_joint_accelerations_without_contacts_match_mujoco(name):
+  """qacc = M^-1 (passive - h) from our model (damping, stiffness and spring rest read from
+  the file) equals MuJoCo's with contacts and joint limits disabled, at 20 random states."""
+  path = os.path.join(ASSETS, name)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    world = rj.World(path)
+  robot = [o for o in world.getObjList()
+           if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM][0]
+  mj_model = mujoco.MjModel.from_xml_path(path)
+  mj_model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+  data = mujoco.MjData(mj_model)
+  mapping = Mapping(mj_model, robot)
+  model = robot._model()
+  damping, stiffness = np.asarray(model.damping), np.asarray(model.stiffness)
+  mount = np.asarray(model.spring_mount)
+  first = 6 if mapping.floating else 0
+  rng = np.random.default_rng(1)
+  for _ in range(20):
+    qpos = mj_model.qpos0 + rng.uniform(-0.5, 0.5, mj_model.nq)
+    if mapping.floating:
+      qpos[3:7] = rng.normal(size=4)
+      qpos[3:7] /= np.linalg.norm(qpos[3:7])
+    qvel = rng.uniform(-1, 1, mj_model.nv)
+    data.qpos[:], data.qvel[:] = qpos, qvel
+    mujoco.mj_forward(mj_model, data)
+    gc, t = mapping.ours_from_mujoco(qpos)
+    u = t @ qvel
+    robot.setState(gc, u)
+    passive = -damping * u
+    offset = 7 if mapping.floating else 0
+    passive[first:] -= stiffness[first:] * (gc[offset:] - mount[offset:])
+    ours = np.linalg.solve(robot.getMassMatrix(), passive - robot.getNonlinearities())
+    np.testing.assert_allclose(ours, t @ data.qacc, atol=1e-6, err_msg=name)
