@@ -22,6 +22,12 @@ system. Coordinates: a slide or hinge coordinate here is MuJoCo's qpos minus the
 free joint's velocity is (linear, angular)
 in the world frame here, (linear world, angular body) in MuJoCo (`mujoco_velocity_map`).
 
+Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
+conaffinity1); here a pair of bodies of one system none of whose geom pairs passes that test
+never collides (`ignoreCollisionBetween`), and parent-child pairs never collide (MuJoCo's
+default filterparent, RaiSim's doNotCollideWithParent). Not mapped yet: per-geom friction
+(every geom takes the default material), solref/solimp/margin, geom groups against the floor.
+
 Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
 flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (ellipsoid,
 mesh, hfield, sdf) and joint types raise an error naming the element and its line.
@@ -37,7 +43,8 @@ import numpy as np
 from lxml import etree
 
 from raisim_jax.io.articulated_description import Geometry, Inertial, JointSpec, LinkSpec
-from raisim_jax.types import JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
+from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                              JOINT_SPHERICAL)
 
 _IGNORED = {"include", "tendon", "equality", "sensor", "contact", "composite", "flexcomp",
             "keyframe", "extension", "plugin", "deformable", "custom"}
@@ -56,9 +63,47 @@ class Actuator:
 
 
 @dataclasses.dataclass
+class Actuation:
+  """The motors acting on one system: generalized force = gear_matrix @ clip(ctrl, low, high).
+
+  Attributes:
+    names: (nu,) actuator names.
+    gear_matrix: (nv, nu) gear of actuator k on the dof of its joint.
+    ctrl_low, ctrl_high: (nu,) control bounds (-inf / inf where not limited).
+  """
+  names: list
+  gear_matrix: np.ndarray
+  ctrl_low: np.ndarray
+  ctrl_high: np.ndarray
+
+  def generalized_force(self, ctrl):
+    """(nv,) generalized force of controls (nu,) (NumPy or JAX: usable inside jit)."""
+    import jax.numpy as jnp
+    return self.gear_matrix @ jnp.clip(ctrl, self.ctrl_low, self.ctrl_high)
+
+
+def actuation(actuators, description):
+  """Actuation of `actuators` on the system `description` (their joints must be its hinge or
+  slide joints; ValueError otherwise)."""
+  dof_of, offset = {}, 0
+  for body in description.bodies:
+    size = JOINT_DIMS[body.joint_type][1]
+    if size == 1:
+      dof_of[body.joint_name] = offset
+    offset += size
+  chosen = [a for a in actuators if a.joint in dof_of]
+  gear = np.zeros((offset, len(chosen)))
+  for k, a in enumerate(chosen):
+    gear[dof_of[a.joint], k] = a.gear
+  low = np.array([a.ctrl_range[0] if a.ctrl_range else -np.inf for a in chosen])
+  high = np.array([a.ctrl_range[1] if a.ctrl_range else np.inf for a in chosen])
+  return Actuation([a.name for a in chosen], gear, low, high)
+
+
+@dataclasses.dataclass
 class MjcfSystem:
-  """One top-level body tree: its links and joints (URDF-level), the MuJoCo joint names in
-  MuJoCo's dof order and each slide/hinge joint's `ref`."""
+  """One top-level body tree: its links and joints (URDF-level), each slide/hinge joint's
+  `ref`, and the (contype, conaffinity) of each body's colliding geoms."""
   name: str
   links: list
   joints: list
@@ -66,6 +111,7 @@ class MjcfSystem:
   base_pos: np.ndarray
   base_quat: np.ndarray
   refs: dict
+  filters: dict = dataclasses.field(default_factory=dict)   # body -> [(contype, conaffinity)]
 
 
 @dataclasses.dataclass
@@ -333,6 +379,8 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
         raise reader.error(child, "a plane must belong to the worldbody")
       if collides:
         link.collisions.append(geometry)
+        system.filters.setdefault(name, []).append(
+            (int(gvalues.get("contype", "1")), int(gvalues.get("conaffinity", "1"))))
       geom_parts.append((mass, gpos, grot @ inertia @ grot.T))
     elif child.tag == "inertial":
       ivalues = dict(child.attrib)

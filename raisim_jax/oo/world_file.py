@@ -8,6 +8,8 @@ import os
 import numpy as np
 from lxml import etree
 
+from raisim_jax.io import mjcf, urdf
+from raisim_jax.oo.articulated_system import ArticulatedSystemOption
 from raisim_jax.oo.objects import CompoundObjectChild, Transformation
 from raisim_jax.types import BodyType, ControlMode, ObjectType
 
@@ -40,26 +42,37 @@ def populate(world, spec):
 
 def populate_mjcf(world, model):
   """Applies an MjcfModel (io/mjcf.py): time step, gravity, the ground plane, one articulated
-  system per top-level body at MuJoCo's model pose (named after the body). The motors are
-  kept as `world.mjcfActuators` (io.mjcf.Actuator: gear * clip(ctrl, ctrlrange) on a joint)."""
-  from raisim_jax.io import urdf
-  from raisim_jax.oo.articulated_system import ArticulatedSystemOption
+  system per top-level body at MuJoCo's model pose (named after the body). The motors are kept
+  as `world.mjcfActuation[system name]` (io.mjcf.Actuation: generalized_force(ctrl))."""
   if model.time_step is not None:
     world.setTimeStep(model.time_step)
   if model.gravity is not None:
     world.setGravity(model.gravity)
   if model.ground_height is not None:
     world.addGround(model.ground_height).setName("floor")
+  world.mjcfActuation = {}
   for system in model.systems:
     description = urdf.build_description(system.name, system.links, system.joints, model.path)
     view = world._add_articulated(description, 1, -1, ArticulatedSystemOption(),
                                   source=model.path)
     view.setName(system.name)
+    world.mjcfActuation[system.name] = mjcf.actuation(model.actuators, description)
+    _mujoco_collision_filter(view, description, system.filters)
     if system.floating:
       gc = view.getGeneralizedCoordinate()
       gc[:3], gc[3:7] = system.base_pos, system.base_quat
       view.setGeneralizedCoordinate(gc)
-  world.mjcfActuators = list(model.actuators)
+
+
+def _mujoco_collision_filter(view, description, filters):
+  """ignoreCollisionBetween for every pair of bodies no geom pair of which MuJoCo collides."""
+  per_body = [[f for link in body.links for f in filters.get(link, [])]
+              for body in description.bodies]
+  for i in range(len(per_body)):
+    for j in range(i + 1, len(per_body)):
+      if per_body[i] and per_body[j] and not any(
+          (t1 & a2) or (t2 & a1) for t1, a1 in per_body[i] for t2, a2 in per_body[j]):
+        view.ignoreCollisionBetween(i, j)
 
 
 def _add(world, obj):
