@@ -37,24 +37,27 @@ def _written_out(height, length, mass):
           .replace("{exp(log(0.01))}", "0.01"))
 
 
-@pytest.mark.parametrize("as_containers", [False, True])
-def test_templated_urdf_equals_the_urdf_written_out(tmp_path, as_containers):
+@pytest.mark.parametrize("as_containers, height, length, mass", [
+    (False, 1.5, 0.8, 1.25), (True, 0.7, 1.3, 4.0)])
+def test_templated_urdf_equals_the_urdf_written_out(tmp_path, as_containers, height, length,
+                                                    mass):
+  """Two parameter sets build two different robots, each equal to its URDF written out."""
   path = tmp_path / "templated.urdf"
   path.write_text(TEMPLATE)
-  values = {"Height": "1.5", "Length": 0.8, "Mass": "1.25"}
+  values = {"Height": repr(height), "Length": length, "Mass": repr(mass)}
   params = ([rj.ParameterContainer(k, v) for k, v in values.items()] if as_containers
             else values)
   world = rj.World()
   robot = world.addArticulatedSystem(str(path), params)
-  reference = rj.World().addArticulatedSystem(_written_out(1.5, 0.8, 1.25))
+  reference = rj.World().addArticulatedSystem(_written_out(height, length, mass))
   for r in (robot, reference):
     r.setGeneralizedCoordinate([0.4])
   np.testing.assert_allclose(robot.getMassMatrix(), reference.getMassMatrix(), rtol=1e-14)
-  np.testing.assert_allclose(robot.getTotalMass(), 2.5, rtol=1e-15)
+  np.testing.assert_allclose(robot.getTotalMass(), 2 * mass, rtol=1e-15)
   # The pendulum's inertia about the hinge: m l^2 / 12 + m (l/2)^2 = m l^2 / 3 (+ izz unused).
-  np.testing.assert_allclose(robot.getMassMatrix()[0, 0], 2.5 * 0.8**2 / 3, rtol=1e-12)
+  np.testing.assert_allclose(robot.getMassMatrix()[0, 0], 2 * mass * length**2 / 3, rtol=1e-12)
   np.testing.assert_allclose(robot.getFramePosition(robot.getFrameIdxByName("hinge")),
-                             [0, 0, 1.5], atol=1e-15)
+                             [0, 0, height], atol=1e-15)
 
 
 def test_template_errors_name_the_variable_or_expression_and_line(tmp_path):

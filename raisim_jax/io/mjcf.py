@@ -20,7 +20,8 @@ frame; one without is fixed to the world (root link "world"). Each top-level bod
 system. Coordinates: a slide or hinge coordinate here is MuJoCo's qpos minus the joint's `ref`
 (the model pose is the zero configuration); an unnamed body is "body<MuJoCo body id>"; the
 free joint's velocity is (linear, angular)
-in the world frame here, (linear world, angular body) in MuJoCo (`mujoco_velocity_map`).
+in the world frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf.py's
+`Mapping` converts states and is checked against MuJoCo's kinematics and mass matrix).
 
 Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
 conaffinity1); here a pair of bodies of one system none of whose geom pairs passes that test
