@@ -26,8 +26,10 @@ in the world frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf
 Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
 conaffinity1); here a pair of bodies of one system none of whose geom pairs passes that test
 never collides (`ignoreCollisionBetween`), and parent-child pairs never collide (MuJoCo's
-default filterparent, RaiSim's doNotCollideWithParent). Not mapped yet: per-geom friction
-(every geom takes the default material), solref/solimp/margin, geom groups against the floor.
+default filterparent, RaiSim's doNotCollideWithParent). Friction: each geom's sliding friction
+becomes a contact material ("mjcf_friction_<value>") and every pair of them gets MuJoCo's
+combination, the larger of the two, with no restitution (MuJoCo's contacts are soft and do not
+bounce). Not mapped: torsional and rolling friction, solref/solimp/margin, geom groups.
 
 Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
 flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (ellipsoid,
@@ -121,6 +123,7 @@ class MjcfModel:
   time_step: Optional[float]
   gravity: Optional[np.ndarray]
   ground_height: Optional[float]
+  ground_material: str
   systems: list
   actuators: list
   ignored: list
@@ -338,8 +341,22 @@ def _geom(reader, element, values):
     mass = float(reader.numbers(element, values, "density", 1, [_DEFAULT_DENSITY])[0]) * volume
   geometry.name = values.get("name", "")
   geometry.sourceline = element.sourceline
+  geometry.material = friction_material(reader, element, values)
   collides = not (values.get("contype", "1") == "0" and values.get("conaffinity", "1") == "0")
   return geometry, collides, mass, np.diag(mass * inertia_unit), pos, rot
+
+
+def friction_material(reader, element, values):
+  """The contact material standing for a geom's sliding friction (MuJoCo default 1)."""
+  friction = float(reader.numbers(element, values, "friction", default=[1.0])[0])
+  if friction < 0:
+    raise reader.error(element, f"friction must not be negative, got {friction}")
+  return f"mjcf_friction_{friction!r}"
+
+
+def material_friction(name):
+  """The sliding friction of a `friction_material` name."""
+  return float(name[len("mjcf_friction_"):])
 
 
 def _combine(parts):
@@ -484,7 +501,7 @@ def load(path):
   worldbody = root.find("worldbody")
   if worldbody is None:
     raise reader.error(root, "no <worldbody>")
-  ground, systems = None, []
+  ground, ground_material, systems = None, "default", []
   for child in worldbody:
     if not isinstance(child.tag, str):
       continue
@@ -496,6 +513,7 @@ def load(path):
       if not np.allclose(normal, [0, 0, 1]):
         raise reader.error(child, "only a horizontal plane (the ground) is supported")
       ground = float(reader.numbers(child, values, "pos", 3, [0, 0, 0])[2])
+      ground_material = friction_material(reader, child, values)
     elif child.tag == "body":
       system = MjcfSystem(name=child.get("name", f"body{len(systems)}"), links=[],
                           joints=[], floating=False, base_pos=np.zeros(3),
@@ -532,7 +550,8 @@ def load(path):
     warnings.warn(f"{reader.path}: ignored by raisim_jax's MJCF reader: "
                   f"{', '.join(sorted(set(reader.ignored)))}", stacklevel=3)
   return MjcfModel(path=reader.path, time_step=time_step, gravity=gravity,
-                   ground_height=ground, systems=systems, actuators=actuators,
+                   ground_height=ground, ground_material=ground_material, systems=systems,
+                   actuators=actuators,
                    ignored=sorted(set(reader.ignored)))
 
 

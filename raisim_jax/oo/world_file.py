@@ -49,7 +49,15 @@ def populate_mjcf(world, model):
   if model.gravity is not None:
     world.setGravity(model.gravity)
   if model.ground_height is not None:
-    world.addGround(model.ground_height).setName("floor")
+    world.addGround(model.ground_height, model.ground_material).setName("floor")
+  materials = {model.ground_material} if model.ground_height is not None else set()
+  for system in model.systems:
+    materials |= {g.material for link in system.links for g in link.collisions}
+  materials = sorted(materials)
+  for i, first in enumerate(materials):
+    for second in materials[i:]:
+      world.setMaterialPairProp(first, second, max(mjcf.material_friction(first),
+                                                   mjcf.material_friction(second)), 0.0, 0.0)
   world.mjcfActuation = {}
   for system in model.systems:
     description = urdf.build_description(system.name, system.links, system.joints, model.path)
