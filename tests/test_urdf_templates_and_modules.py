@@ -140,3 +140,40 @@ def test_overloads_reject_what_matches_none():
     world.addArticulatedSystem("rsc/urdf/pendulum.urdf", "", resPath="")
   robot = world.addArticulatedSystem("rsc/urdf/pendulum.urdf", "", [], 1, -1)
   assert robot.getDOF() == 1 and os.path.isfile("rsc/urdf/pendulum.urdf")
+
+
+SENSORS = """<?xml version="1.0"?>
+<sensors update_rate="200">
+  <sensor name="imu" type="imu" pos="0 0 0.05"/>
+  <sensor name="camera" type="depth" pos="0.1 0 0" update_rate="30" width="640"/>
+</sensors>
+"""
+
+
+def test_link_sensor_sets_are_read_and_stored(tmp_path):
+  """`<link sensor="set.xml">` (a URDF module would typically add it): the set's sensors are
+  stored with their link, types, rates and poses, and the engine says they are not simulated."""
+  (tmp_path / "sensors.xml").write_text(SENSORS)
+  urdf_path = tmp_path / "robot.urdf"
+  urdf_path.write_text(BASE.replace('<link name="carriage">',
+                                    '<link name="carriage" sensor="sensors.xml">'))
+  world = rj.World()
+  with pytest.warns(UserWarning, match=r"sensors of robot 'base' \(depth, imu\) are read and "
+                                       r"stored .* not simulated"):
+    robot = world.addArticulatedSystem(str(urdf_path))
+  sensors = robot._entry.description.sensors
+  assert [(s.link, s.type, s.name, s.update_rate) for s in sensors] == [
+      ("carriage", "imu", "imu", 200.0), ("carriage", "depth", "camera", 30.0)]
+  np.testing.assert_array_equal(sensors[0].pos, [0, 0, 0.05])
+  assert sensors[1].attributes["width"] == "640"
+  (tmp_path / "bad.xml").write_text('<sensors>\n<sensor type="sonar"/>\n</sensors>')
+  urdf_path.write_text(BASE.replace('<link name="carriage">',
+                                    '<link name="carriage" sensor="bad.xml">'))
+  with pytest.raises(ValueError, match=r"bad.xml, line 2, <sensor>: unknown sensor type "
+                                       r"'sonar'"):
+    world.addArticulatedSystem(str(urdf_path))
+  urdf_path.write_text(BASE.replace('<link name="carriage">',
+                                    '<link name="carriage" sensor="none.xml">'))
+  with pytest.raises(ValueError, match=r"robot.urdf.*line 8.*sensor set .*none.xml' of link "
+                                       r"'carriage' not found"):
+    world.addArticulatedSystem(str(urdf_path))

@@ -89,6 +89,7 @@ class LinkSpec:
   collisions: list = dataclasses.field(default_factory=list)
   visuals: list = dataclasses.field(default_factory=list)
   sourceline: Optional[int] = None
+  sensors: list = dataclasses.field(default_factory=list)   # io.urdf_sensors.SensorSpec
 
 
 @dataclasses.dataclass
@@ -179,6 +180,11 @@ class ArticulatedDescription:
   joints: list = dataclasses.field(default_factory=list)    # raw JointSpec, file order
   pins: list = dataclasses.field(default_factory=list)      # PinSpec, closed loops
   nominal_config: Optional[np.ndarray] = None               # (nq,) of the constraints block
+
+  @property
+  def sensors(self):
+    """Sensors of the links' sensor sets (io.urdf_sensors.SensorSpec), in link order."""
+    return [sensor for link in self.links for sensor in link.sensors]
 
   @property
   def num_bodies(self) -> int:

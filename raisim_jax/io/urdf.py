@@ -21,7 +21,7 @@ import numpy as np
 from lxml import etree
 
 from raisim_jax import validation
-from raisim_jax.io import number_checks, template
+from raisim_jax.io import number_checks, template, urdf_sensors
 from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                               JOINT_SPHERICAL)
 from raisim_jax.io.articulated_description import (
@@ -197,6 +197,14 @@ def _parse_link(ctx, el, base_dir, res_path) -> LinkSpec:
     g = _geometry(ctx, v, f"{what} <visual>", base_dir, res_path)
     g.link = name
     link.visuals.append(g)
+  sensor_file = el.get("sensor")
+  if sensor_file:
+    path = sensor_file if os.path.isabs(sensor_file) else os.path.join(
+        res_path or base_dir or os.getcwd(), sensor_file)
+    try:
+      link.sensors = urdf_sensors.read_sensor_set(path, name)
+    except FileNotFoundError as error:
+      raise ctx.error(what, el.sourceline, str(error)) from None
   return link
 
 
@@ -547,6 +555,11 @@ def load_urdf(path_or_string: str, res_path: str = "",
   """
   name, links, joints, source, constraints = parse_urdf(path_or_string, res_path, params)
   desc = build_description(name, links, joints, source, joint_order)
+  if desc.sensors:
+    warnings.warn(f"{source}: the sensors of robot '{name}' "
+                  f"({', '.join(sorted({s.type for s in desc.sensors}))}) are read and stored "
+                  f"(ArticulatedDescription.sensors) but not simulated by raisim_jax yet",
+                  stacklevel=3)
   return _attach_constraints(_Ctx(source), desc, constraints)
 
 
