@@ -54,6 +54,27 @@ class Mapping:
     return np.asarray(gc), t
 
 
+def _load(name):
+  """(World of Gymnasium's model `name`, its one articulated system, MuJoCo's MjModel)."""
+  path = os.path.join(ASSETS, name)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    world = rj.World(path)
+  robots = [o for o in world.getObjList()
+            if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM]
+  assert len(robots) == 1
+  return world, robots[0], mujoco.MjModel.from_xml_path(path)
+
+
+def _random_qpos(mj_model, floating, rng):
+  """MuJoCo qpos: qpos0 + U(-0.5, 0.5), a random unit base quaternion when floating."""
+  qpos = mj_model.qpos0 + rng.uniform(-0.5, 0.5, mj_model.nq)
+  if floating:
+    qpos[3:7] = rng.normal(size=4)
+    qpos[3:7] /= np.linalg.norm(qpos[3:7])
+  return qpos
+
+
 def _full_mass_matrix(mj_model, data, out):
   """mj_fullM across MuJoCo versions (3.x: (m, dst, qM); 4.x: (m, d, dst))."""
   try:
@@ -64,23 +85,13 @@ def _full_mass_matrix(mj_model, data, out):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_body_positions_and_mass_matrix_match_mujoco(name):
-  path = os.path.join(ASSETS, name)
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    world = rj.World(path)
-  mj_model = mujoco.MjModel.from_xml_path(path)
+  _, robot, mj_model = _load(name)
   data = mujoco.MjData(mj_model)
-  robot = [o for o in world.getObjList() if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM]
-  assert len(robot) == 1
-  robot = robot[0]
   mapping = Mapping(mj_model, robot)
   assert robot.getDOF() == mj_model.nv
   rng = np.random.default_rng(0)
   for _ in range(20):
-    qpos = mj_model.qpos0 + rng.uniform(-0.5, 0.5, mj_model.nq)
-    if mapping.floating:
-      qpos[3:7] = rng.normal(size=4)
-      qpos[3:7] /= np.linalg.norm(qpos[3:7])
+    qpos = _random_qpos(mj_model, mapping.floating, rng)
     data.qpos[:] = qpos
     mujoco.mj_forward(mj_model, data)
     gc, t = mapping.ours_from_mujoco(qpos)
@@ -100,13 +111,7 @@ def test_body_positions_and_mass_matrix_match_mujoco(name):
 def test_joint_accelerations_without_contacts_match_mujoco(name):
   """qacc = M^-1 (passive - h) from our model (damping, stiffness and spring rest read from
   the file) equals MuJoCo's with contacts and joint limits disabled, at 20 random states."""
-  path = os.path.join(ASSETS, name)
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    world = rj.World(path)
-  robot = [o for o in world.getObjList()
-           if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM][0]
-  mj_model = mujoco.MjModel.from_xml_path(path)
+  _, robot, mj_model = _load(name)
   mj_model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
   data = mujoco.MjData(mj_model)
   mapping = Mapping(mj_model, robot)
@@ -116,10 +121,7 @@ def test_joint_accelerations_without_contacts_match_mujoco(name):
   first = 6 if mapping.floating else 0
   rng = np.random.default_rng(1)
   for _ in range(20):
-    qpos = mj_model.qpos0 + rng.uniform(-0.5, 0.5, mj_model.nq)
-    if mapping.floating:
-      qpos[3:7] = rng.normal(size=4)
-      qpos[3:7] /= np.linalg.norm(qpos[3:7])
+    qpos = _random_qpos(mj_model, mapping.floating, rng)
     qvel = rng.uniform(-1, 1, mj_model.nv)
     data.qpos[:], data.qvel[:] = qpos, qvel
     mujoco.mj_forward(mj_model, data)
@@ -141,11 +143,7 @@ def test_models_simulate_with_contacts(name, seconds):
   and no contact with the floor deeper than 1 cm."""
   import jax
   import jax.numpy as jnp
-  path = os.path.join(ASSETS, name)
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    world = rj.World(path)
-  robot = world.getObject("torso")
+  world, robot, _ = _load(name)
   actuation = world.mjcfActuation["torso"]
   assert actuation.gear_matrix.shape == (robot.getDOF(), len(actuation.names))
   if name == "humanoid.xml":
