@@ -300,3 +300,31 @@ def test_export_refuses_what_the_format_cannot_hold(tmp_path):
   world.addSphere(0.1, 1.0).setLinearDamping(0.5)
   with pytest.raises(ValueError, match="damping .* cannot be written"):
     world.exportToXml(str(tmp_path / "x.xml"))
+
+
+def test_file_rotations_are_exact_in_a_script_without_x64(tmp_path):
+  """A user's script does not enable x64: the file is still read in the world's float64
+  (a compound child's quaternion once became a float32-rounded rotation, error 2.8e-8)."""
+  import subprocess
+  import sys
+  path = _write(tmp_path, "c.xml", """\
+      <raisim><objects><compound name="c" mass="1" com="0 0 0">
+      <inertia xx="1" xy="0" xz="0" yy="1" yz="0" zz="1"/><children>
+      <box><dim x="1" y="1" z="1"/><state pos="0 0 0" quat="0.9 0.1 0.2 0.3"/></box>
+      </children><state pos="0 0 1"/></compound></objects></raisim>""")
+  script = textwrap.dedent(f"""
+      import numpy as np
+      import raisim_jax as rj
+      world = rj.World({str(path)!r})
+      child = world._compound_children[id(world.getObject("c")._description)][0]
+      w, x, y, z = np.array([0.9, 0.1, 0.2, 0.3]) / np.linalg.norm([0.9, 0.1, 0.2, 0.3])
+      exact = np.array([[1 - 2*(y*y + z*z), 2*(x*y - w*z), 2*(x*z + w*y)],
+                        [2*(x*y + w*z), 1 - 2*(x*x + z*z), 2*(y*z - w*x)],
+                        [2*(x*z - w*y), 2*(y*z + w*x), 1 - 2*(x*x + y*y)]])
+      print(float(np.abs(np.asarray(child.trans.rot) - exact).max()))
+  """)
+  env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert float(result.stdout.split()[-1]) < 1e-15

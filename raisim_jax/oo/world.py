@@ -205,17 +205,23 @@ class World:
     exported_steps.use_directory(compilation_cache.enable_default())
     self._config_file = ""
     if configFile is not None:
-      if mjcf.is_mjcf(configFile):
-        if params:
-          raise ValueError(f"{configFile}: template parameters apply to RaiSim world files, "
-                           f"not to MJCF")
-        model = mjcf.load(configFile)
-        self._config_file = model.path
-        world_file.populate_mjcf(self, model)
-      else:
-        spec = world_xml.load(configFile, params)
-        self._config_file = spec.path
-        world_file.populate(self, spec)
+      # In the world's precision like its public methods: the file's rotations go through
+      # the jnp quaternion helpers, which round to float32 where x64 is off.
+      with precision.context(self._dtype):
+        self._load_config(configFile, params)
+
+  def _load_config(self, configFile, params):
+    if mjcf.is_mjcf(configFile):
+      if params:
+        raise ValueError(f"{configFile}: template parameters apply to RaiSim world files, "
+                         f"not to MJCF")
+      model = mjcf.load(configFile)
+      self._config_file = model.path
+      world_file.populate_mjcf(self, model)
+    else:
+      spec = world_xml.load(configFile, params)
+      self._config_file = spec.path
+      world_file.populate(self, spec)
 
   def exportToXml(self, dirOrPath, fileName=None):
     """Writes this world as a RaiSim world file: exportToXml(dir, fileName) or
