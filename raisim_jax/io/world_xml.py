@@ -388,17 +388,8 @@ def _array(element, node, scope, source, this_dir, world):
   if increment == 0:
     raise element.error("increment must not be 0")
   for index in range(int(start), int(end), int(increment)):
-    inner = etree.Element("objects")
-    inner.extend(_copy(c) for c in node)
-    _objects(inner, {**scope, match.group(1): str(index)}, source, this_dir, world)
-
-
-def _copy(node):
-  copy = etree.fromstring(etree.tostring(node))
-  # Keep the original line numbers in messages.
-  for original, copied in zip(node.iter(), copy.iter()):
-    copied.sourceline = original.sourceline
-  return copy
+    # The array's children, read again with the index bound (lines stay the file's own).
+    _objects(node, {**scope, match.group(1): str(index)}, source, this_dir, world)
 
 
 def _children(element, scope):
