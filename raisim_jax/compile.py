@@ -112,27 +112,28 @@ def _default_contact_capacity(groups, num_shapes):
 
 def link_collision_shapes(entry, warn=True):
   """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
-  body frames. Collision meshes are not simulated yet: they are skipped with one warning
-  per system naming the collision bodies (when `warn`)."""
+  body frames. Collision meshes and ellipsoids are not simulated yet: they are skipped with
+  one warning per system naming the collision bodies (when `warn`)."""
   shapes, skipped = [], []
   for body_index, body in enumerate(entry.description.bodies):
     for geometry in body.collisions:
       object_type, size = _geometry_shape(geometry)
       if object_type is None:
-        skipped.append(geometry.name or geometry.link)
+        skipped.append(f"{geometry.name or geometry.link} ({geometry.shape})")
         continue
       shapes.append((body_index, CollisionShape(
           object_type=object_type, size=size, position=np.asarray(geometry.pos, float),
           rotation=np.asarray(geometry.rot, float), material=geometry.material or "default")))
   if skipped and warn:
     warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
-                  f"meshes are not supported yet; these collision bodies do not collide: "
+                  f"meshes and ellipsoids are not supported yet; these collision bodies do not "
+                  f"collide: "
                   f"{', '.join(skipped)}", stacklevel=3)
   return shapes
 
 
 def _geometry_shape(geometry):
-  """(ObjectType, size (4,)) of a URDF geometry, (None, None) for a mesh."""
+  """(ObjectType, size (4,)) of a URDF geometry, (None, None) for a mesh or an ellipsoid."""
   size = np.zeros(4)
   if geometry.shape == "box":
     size[:3] = geometry.size

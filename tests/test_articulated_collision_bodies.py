@@ -216,10 +216,10 @@ def test_setObjectMaterial_on_a_system_and_mesh_collision_bodies_refuse_edits():
   with pytest.raises(ValueError, match="localIdx"):
     world.setObjectMaterial(robot, "rubber", 3)
   with_mesh = SLAB.replace('<box size="0.4 0.4 0.1"/>', '<mesh filename="slab.stl"/>')
-  with pytest.warns(UserWarning, match="collision meshes are not supported"):
+  with pytest.warns(UserWarning, match="collision meshes and ellipsoids are not supported"):
     meshy = world.addArticulatedSystem(with_mesh)
     world.integrate()
-  with pytest.raises(ValueError, match="'slab/0' is a mesh: collision meshes are not simulated"):
+  with pytest.raises(ValueError, match="'slab/0' is a mesh: collision meshes and ellipsoids"):
     meshy.getCollisionBody("slab/0").setMaterial("rubber")
   with pytest.raises(ValueError, match="is a mesh"):
     meshy.setCollisionBodyPositionOffset(0, [0, 0, 0.1])

@@ -83,6 +83,57 @@ def _full_mass_matrix(mj_model, data, out):
     mujoco.mj_fullM(mj_model, out, data.qM)
 
 
+def _robot_geoms(mj_model):
+  """{our visual name: MuJoCo geom id} of the geoms not on the worldbody (an unnamed geom is
+  "<body>/<index of the geom in its body>")."""
+  names, count = {}, {}
+  for g in range(mj_model.ngeom):
+    b = mj_model.geom_bodyid[g]
+    if b == 0:
+      continue
+    body = mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+    own = mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_GEOM, g)
+    names[own or f"{body}/{count.get(b, 0)}"] = g
+    count[b] = count.get(b, 0) + 1
+  return names
+
+
+def _check_visual_poses(robot, mj_model, data, label):
+  """getVisObPose of every visual equals MuJoCo's geom_xpos / geom_xmat (primitives)."""
+  geoms = _robot_geoms(mj_model)
+  visuals = robot.getVisOb()
+  assert sorted(v.name for v in visuals) == sorted(geoms), label
+  for k, visual in enumerate(visuals):
+    g = geoms[visual.name]
+    rot, pos = robot.getVisObPose(k)
+    np.testing.assert_allclose(pos, data.geom_xpos[g], atol=1e-9, err_msg=f"{label} {g}")
+    np.testing.assert_allclose(rot, data.geom_xmat[g].reshape(3, 3), atol=1e-9,
+                               err_msg=f"{label} {g}")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_visual_shapes_and_colors_match_mujoco(name):
+  """Every geom of the robot is a VisObject with MuJoCo's size and the color MuJoCo draws it
+  in (its rgba, or its material's where the rgba is MuJoCo's default)."""
+  _, robot, mj_model = _load(name)
+  geoms = _robot_geoms(mj_model)
+  default = np.array([0.5, 0.5, 0.5, 1.0])
+  for visual in robot.getVisOb():
+    g = geoms[visual.name]
+    matid = mj_model.geom_matid[g]
+    expected = (mj_model.mat_rgba[matid] if matid >= 0
+                and np.array_equal(mj_model.geom_rgba[g], default) else mj_model.geom_rgba[g])
+    np.testing.assert_allclose(visual.color, expected, atol=1e-7, err_msg=visual.name)
+    size = mj_model.geom_size[g]
+    kind = mujoco.mjtGeom(mj_model.geom_type[g]).name[len("mjGEOM_"):].lower()
+    assert visual.shape == kind, visual.name
+    expected_params = {"sphere": [size[0], 0, 0, 0], "box": [*(2 * size), 0],
+                       "ellipsoid": [*size, 0], "capsule": [size[0], 2 * size[1], 0, 0],
+                       "cylinder": [size[0], 2 * size[1], 0, 0]}[kind]
+    np.testing.assert_allclose(visual.visShapeParam, expected_params, atol=1e-12,
+                               err_msg=visual.name)
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_body_positions_and_mass_matrix_match_mujoco(name):
   _, robot, mj_model = _load(name)
@@ -101,6 +152,7 @@ def test_body_positions_and_mass_matrix_match_mujoco(name):
       frame = robot.getFrameIdxByLinkName(body)
       np.testing.assert_allclose(robot.getFramePosition(frame), data.xpos[b], atol=1e-9,
                                  err_msg=f"{name}: body {body}")
+    _check_visual_poses(robot, mj_model, data, name)
     full = np.zeros((mj_model.nv, mj_model.nv))
     _full_mass_matrix(mj_model, data, full)
     ours = t.T @ robot.getMassMatrix() @ t

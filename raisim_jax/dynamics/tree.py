@@ -14,7 +14,7 @@ import numpy as np
 from raisim_jax import validation
 from raisim_jax.host_arrays import device_array
 from raisim_jax.io.articulated_description import ArticulatedDescription
-from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
+from raisim_jax.types import (JOINT_DIMS, JOINT_FLOATING, JOINT_PRISMATIC,
                               JOINT_REVOLUTE, JOINT_SPHERICAL, ArticulatedModel)
 
 

@@ -55,7 +55,8 @@ class Geometry:
   """A collision or visual shape.
 
   shape: 'box' (size = (x, y, z)), 'sphere' (radius), 'cylinder' (radius, length),
-  'capsule' (radius, height = distance between the sphere centres), 'mesh' (filename, scale).
+  'capsule' (radius, height = distance between the sphere centres), 'ellipsoid' (size = the
+  three radii; MJCF only), 'mesh' (filename, scale).
   `pos`/`rot`: pose of the shape in its owner's frame (the link's while raw, the merged body's
   in a `BodyDescription`).
   """
@@ -67,6 +68,7 @@ class Geometry:
   length: float = 0.0
   filename: str = ""
   scale: np.ndarray = dataclasses.field(default_factory=lambda: np.ones(3))
+  color: Optional[np.ndarray] = None  # (4,) RGBA of a visual, None where the file gives none
   material: str = ""          # contact material name (<material><contact name=.../>) if any
   name: str = ""              # RaiSim collision body name "LINK/INDEX"
   link: str = ""              # link the shape was declared in

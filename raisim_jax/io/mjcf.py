@@ -1,8 +1,12 @@
 """MuJoCo MJCF models read into articulated descriptions (the spec's experimental subset).
 
 Supported (world.txt, "MJCF reader"): `<worldbody>` with nested `<body>`s, `free`, `slide`,
-`hinge` and `ball` joints, primitive geoms (plane, sphere, capsule, box, cylinder; `fromto`),
-`<inertial>` or inertia computed from the geoms (MuJoCo's density 1000 or `mass`), `<default>`
+`hinge` and `ball` joints, primitive geoms (plane, sphere, capsule, box, cylinder, ellipsoid;
+`fromto`), mesh geoms of `<asset><mesh>`es (file relative to `compiler meshdir`/`assetdir`, else
+to the MJCF file; any format trimesh reads; `scale`; inline `vertex`/`face`; inertia modes
+legacy, convex, exact: see io/mesh_inertia.py), `<inertial>` or inertia computed from the
+geoms (MuJoCo's density 1000 or `mass`), geom colors (`rgba`, `<asset><material rgba>`: every
+geom is a visual object, see oo/visual_objects.py), `<default>`
 classes (`class`, `childclass`, nested defaults), `<compiler angle eulerseq meshdir
 inertiafromgeom>`, `<option timestep gravity>`, joint `range` / `limited` / `damping` /
 `armature` / `stiffness` / `springref` / `ref`, and `<motor>` actuators (joint, gear,
@@ -32,9 +36,10 @@ combination, the larger of the two, with no restitution (MuJoCo's contacts are s
 bounce). Not mapped: torsional and rolling friction, solref/solimp/margin, geom groups.
 
 Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
-flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (ellipsoid,
-mesh, hfield, sdf) and joint types raise an error naming the element and its line.
-"""
+flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (hfield, sdf,
+a primitive fitted to a mesh) and joint types raise an error naming the element and its line.
+Mesh and ellipsoid geoms give their exact mass properties but do not collide yet: loading the
+model warns once, naming them (the same rule as URDF collision meshes)."""
 
 import dataclasses
 import math
@@ -45,6 +50,7 @@ from typing import Optional
 import numpy as np
 from lxml import etree
 
+from raisim_jax.io import mesh_inertia
 from raisim_jax.io.articulated_description import Geometry, Inertial, JointSpec, LinkSpec
 from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE,
                               JOINT_SPHERICAL)
@@ -54,6 +60,18 @@ _IGNORED = {"include", "tendon", "equality", "sensor", "contact", "composite", "
 _VISUAL = {"visual", "statistic", "size", "light", "camera", "site"}
 _JOINT_TYPES = {"hinge": JOINT_REVOLUTE, "slide": JOINT_PRISMATIC, "ball": JOINT_SPHERICAL}
 _DEFAULT_DENSITY = 1000.0
+_DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
+
+
+@dataclasses.dataclass
+class _Mesh:
+  """A mesh asset: its file (empty when given inline), scale, and mass properties of the
+  scaled solid at unit density (mesh frame): volume, com (3,), inertia per unit mass (3, 3)."""
+  path: str
+  scale: np.ndarray
+  volume: float
+  com: np.ndarray
+  inertia_unit: np.ndarray
 
 
 @dataclasses.dataclass
@@ -158,9 +176,21 @@ class _Reader:
       raise self.error(compiler, "coordinate='global' is not supported (MuJoCo 3 removed it)")
     self.inertia_from_geom = attrs.get("inertiafromgeom", "auto")
     self.autolimits = attrs.get("autolimits", "true") == "true"
+    directory = os.path.dirname(self.path)
+    self.mesh_dir = os.path.join(directory, attrs.get("meshdir", attrs.get("assetdir", "")))
     self.defaults = {}
     for default in self.root.findall("default"):
       self._read_defaults(default, {})
+    self.mesh_assets, self.materials, self.meshes = {}, {}, {}
+    for asset in self.root.findall("asset"):
+      for child in asset:
+        if child.tag == "mesh":
+          name = child.get("name") or os.path.splitext(os.path.basename(child.get("file", "")))[0]
+          self.mesh_assets[name] = child
+        elif child.tag == "material":
+          self.materials[child.get("name", "")] = child
+        elif child.tag in ("hfield", "skin"):
+          self.ignored.append(f"<asset><{child.tag}>")
 
   def error(self, element, message):
     tag = element.tag if element is not None else "mujoco"
@@ -189,6 +219,71 @@ class _Reader:
     values = dict(self.defaults.get(name, {}).get(tag, {}))
     values.update(element.attrib)
     return values
+
+  # ---- assets ---------------------------------------------------------------------------
+  def mesh(self, geom, values):
+    """The _Mesh of a mesh geom's `mesh` asset (loaded once per asset)."""
+    name = values.get("mesh")
+    if name is None:
+      raise self.error(geom, "a mesh geom needs a 'mesh' attribute")
+    if name not in self.mesh_assets:
+      raise self.error(geom, f"unknown mesh asset '{name}'")
+    if name not in self.meshes:
+      self.meshes[name] = self._load_mesh(self.mesh_assets[name])
+    return self.meshes[name]
+
+  def _load_mesh(self, element):
+    import trimesh
+    values = self.attributes(element, None)
+    scale = self.numbers(element, values, "scale", 3, default=[1.0, 1.0, 1.0])
+    for unsupported in ("refpos", "refquat"):
+      if unsupported in values:
+        raise self.error(element, f"attribute '{unsupported}' is not supported")
+    if "file" in values:
+      path = os.path.join(self.mesh_dir, values["file"])
+      if not os.path.isfile(path):
+        raise self.error(element, f"mesh file '{values['file']}' not found (looked for {path})")
+      try:
+        mesh = trimesh.load(path, force="mesh", process=False)
+      except Exception as error:  # noqa: BLE001 (trimesh raises many types for bad files)
+        raise self.error(element, f"cannot read mesh file {path}: {error}") from None
+      vertices, faces = np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces)
+    elif "vertex" in values:
+      path = ""
+      vertices = self.numbers(element, values, "vertex").reshape(-1, 3)
+      if "face" in values:
+        faces = self.numbers(element, values, "face").reshape(-1, 3).astype(np.int64)
+      else:   # MuJoCo: a point cloud is replaced by its convex hull
+        hull = trimesh.Trimesh(vertices, process=False).convex_hull
+        vertices, faces = np.asarray(hull.vertices), np.asarray(hull.faces)
+    else:
+      raise self.error(element, "a mesh asset needs 'file' or 'vertex'")
+    if not np.all(np.isfinite(vertices)) or len(faces) == 0:
+      raise self.error(element, "mesh has no faces or non-finite vertices")
+    mode = values.get("inertia", "legacy")
+    if mode not in mesh_inertia.MODES:
+      raise self.error(element, f"inertia='{mode}' is not supported (one of "
+                                f"{', '.join(mesh_inertia.MODES)})")
+    try:
+      volume, com, inertia = mesh_inertia.mass_properties(vertices * scale, faces, mode)
+    except ValueError as error:
+      raise self.error(element, str(error)) from None
+    return _Mesh(path=path, scale=scale, volume=volume, com=com, inertia_unit=inertia / volume)
+
+  def color(self, geom, values):
+    """(4,) RGBA a MuJoCo renderer shows a geom in: its own `rgba` when set (class defaults
+    included) and not MuJoCo's default, else its material's, else the default grey."""
+    if "rgba" in values:
+      rgba = self.numbers(geom, values, "rgba", 4)
+      if "material" not in values or not np.array_equal(rgba, _DEFAULT_RGBA):
+        return rgba
+    if "material" in values:
+      material = self.materials.get(values["material"])
+      if material is None:
+        raise self.error(geom, f"unknown material '{values['material']}'")
+      return self.numbers(material, self.attributes(material, None), "rgba", 4,
+                          default=[1.0, 1.0, 1.0, 1.0])
+    return np.array(_DEFAULT_RGBA)
 
   # ---- numbers and frames --------------------------------------------------------------
   def numbers(self, element, values, name, count=None, default=None):
@@ -286,26 +381,35 @@ def _z_to(direction):
 
 # ---- geoms ---------------------------------------------------------------------------------
 def _geom(reader, element, values):
-  """(Geometry (None for a plane), whether it collides, mass, inertia about its centre in
-  the geom frame, position and rotation in the body frame)."""
+  """(Geometry (None for a plane), whether it collides, mass, centre of mass in the body frame,
+  inertia about that centre in the body frame)."""
   kind = values.get("type", "sphere")
   size = reader.numbers(element, values, "size", default=[0.0, 0.0, 0.0])
+  if "mesh" in values and kind != "mesh":
+    raise reader.error(element, f"fitting a {kind} to mesh '{values['mesh']}' is not supported")
   if "fromto" in values:
     if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
       raise reader.error(element, f"fromto is not allowed on a {kind}")
     ends = reader.numbers(element, values, "fromto", 6)
-    axis = ends[3:] - ends[:3]
+    axis = ends[:3] - ends[3:]   # MuJoCo's geom z axis points from `to` to `from`
     half = np.linalg.norm(axis) / 2
     if half <= 0:
       raise reader.error(element, "fromto's two points coincide")
     pos, rot = (ends[:3] + ends[3:]) / 2, _z_to(axis)
-    size = np.array([size[0], half] + list(size[2:3]))
+    # MuJoCo: radius and half-length for capsules and cylinders; (r, r, half) for the others.
+    size = np.array([size[0], half] if kind in ("capsule", "cylinder") else
+                    [size[0], size[0], half])
   else:
     pos = reader.numbers(element, values, "pos", 3, default=[0, 0, 0])
     rot = reader.rotation(element, values)
   if kind == "plane":
-    return None, False, 0.0, np.zeros((3, 3)), pos, rot
-  if kind == "sphere":
+    return None, False, 0.0, pos, np.zeros((3, 3))
+  com = np.zeros(3)                        # in the geom frame
+  if kind == "mesh":
+    mesh = reader.mesh(element, values)
+    volume, com, inertia_unit = mesh.volume, mesh.com, mesh.inertia_unit
+    geometry = Geometry("mesh", pos, rot, filename=mesh.path, scale=mesh.scale)
+  elif kind == "sphere":
     r = size[0]
     volume, inertia_unit = 4 / 3 * math.pi * r**3, np.full(3, 2 / 5 * r * r)
     geometry = Geometry("sphere", pos, rot, radius=r)
@@ -330,11 +434,19 @@ def _geom(reader, element, values):
     x, y, z = full
     inertia_unit = np.array([y * y + z * z, x * x + z * z, x * x + y * y]) / 12
     geometry = Geometry("box", pos, rot, size=full)
+  elif kind == "ellipsoid":
+    a, b, c = size[:3]
+    volume = 4 / 3 * math.pi * a * b * c
+    inertia_unit = np.array([b * b + c * c, a * a + c * c, a * a + b * b]) / 5
+    geometry = Geometry("ellipsoid", pos, rot, size=np.array(size[:3]))
   else:
     raise reader.error(element, f"geom type '{kind}' is not supported by raisim_jax's MJCF "
-                                f"reader (plane, sphere, capsule, cylinder, box)")
-  if np.any(size[:1] <= 0):
-    raise reader.error(element, f"size must be positive, got {values.get('size')}")
+                                f"reader (plane, sphere, capsule, cylinder, box, ellipsoid, "
+                                f"mesh)")
+  needed = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}.get(kind, 0)
+  if size.shape[0] < needed or np.any(size[:needed] <= 0):
+    raise reader.error(element, f"a {kind} needs {needed} positive size numbers, got "
+                                f"'{values.get('size', '')}'")
   if "mass" in values:
     mass = float(reader.numbers(element, values, "mass", 1)[0])
   else:
@@ -342,8 +454,10 @@ def _geom(reader, element, values):
   geometry.name = values.get("name", "")
   geometry.sourceline = element.sourceline
   geometry.material = friction_material(reader, element, values)
+  geometry.color = reader.color(element, values)
   collides = not (values.get("contype", "1") == "0" and values.get("conaffinity", "1") == "0")
-  return geometry, collides, mass, np.diag(mass * inertia_unit), pos, rot
+  inertia = mass * (np.diag(inertia_unit) if np.ndim(inertia_unit) == 1 else inertia_unit)
+  return geometry, collides, mass, pos + rot @ com, rot @ inertia @ rot.T
 
 
 def friction_material(reader, element, values):
@@ -392,14 +506,17 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
       joints.append(child)
     elif child.tag == "geom":
       gvalues = reader.attributes(child, childclass)
-      geometry, collides, mass, inertia, gpos, grot = _geom(reader, child, gvalues)
+      geometry, collides, mass, com, inertia = _geom(reader, child, gvalues)
       if geometry is None:
         raise reader.error(child, "a plane must belong to the worldbody")
+      geometry.link = name
+      geometry.name = geometry.name or f"{name}/{len(link.visuals)}"
       if collides:
         link.collisions.append(geometry)
         system.filters.setdefault(name, []).append(
             (int(gvalues.get("contype", "1")), int(gvalues.get("conaffinity", "1"))))
-      geom_parts.append((mass, gpos, grot @ inertia @ grot.T))
+      link.visuals.append(geometry)
+      geom_parts.append((mass, com, inertia))
     elif child.tag == "inertial":
       ivalues = dict(child.attrib)
       imass = float(reader.numbers(child, ivalues, "mass", 1)[0])

@@ -42,10 +42,11 @@ _XML_DECL = re.compile(r"<\?xml[^>]*\?>")
 
 
 class _Ctx:
-  """Error context: the source name."""
+  """Error context: the source name; also the robot-level material colors by name."""
 
   def __init__(self, source: str):
     self.source = source
+    self.colors = {}
 
   def error(self, element_desc: str, line, message: str) -> ValueError:
     where = f" (line {line})" if line is not None else ""
@@ -139,6 +140,10 @@ def _geometry(ctx, el, what, base_dir, res_path):
   mat = el.find("material")
   if mat is not None and mat.find("contact") is not None:
     g.material = mat.find("contact").get("name", "")
+  if mat is not None and mat.find("color") is not None:
+    g.color = _floats(ctx, mat.find("color"), what, "rgba", 4)
+  elif mat is not None and mat.get("name") in ctx.colors:
+    g.color = ctx.colors[mat.get("name")]
   return g
 
 
@@ -287,6 +292,9 @@ def parse_urdf(path_or_string: str, res_path: str = "", params=None):
     raise ValueError(f"{source}: malformed XML (line {e.lineno}): {e.msg}") from None
   if root.tag != "robot":
     raise ctx.error(f"<{root.tag}>", root.sourceline, "root element must be <robot>")
+  for el in root.findall("material"):
+    if el.find("color") is not None:
+      ctx.colors[el.get("name")] = _floats(ctx, el.find("color"), "<material>", "rgba", 4)
   links, joints, constraints = [], [], ([], None, None)
   for el in root:
     if el.tag == "link":

@@ -61,17 +61,20 @@ class CollisionDefinition:
     return self._index
 
   def getShape(self) -> str:
-    """URDF geometry kind: 'box', 'sphere', 'cylinder', 'capsule' or 'mesh'."""
+    """Geometry kind: 'box', 'sphere', 'cylinder', 'capsule', 'mesh' or (MJCF) 'ellipsoid'."""
     return self._geometry().shape
 
   def getShapeParameters(self):
-    """RaiSim's shape parameters: sphere (r,), cylinder / capsule (r, length), box (x, y, z)."""
+    """RaiSim's shape parameters: sphere (r,), cylinder / capsule (r, length), box (x, y, z),
+  ellipsoid (three radii)."""
     g = self._geometry()
     if g.shape == "sphere":
       return _read_only([g.radius])
     if g.shape in ("cylinder", "capsule"):
       return _read_only([g.radius, g.length])
     if g.shape == "box":
+      return _read_only(g.size)
+    if g.shape == "ellipsoid":
       return _read_only(g.size)
     raise ValueError(f"collision body '{g.name}' is a mesh: it has no shape parameters")
 
@@ -110,11 +113,11 @@ class CollisionDefinition:
 
 
 def require_simulated(geometry):
-  """ValueError for a mesh collision body: meshes are skipped by the simulation (the loader
+  """ValueError for a mesh or ellipsoid collision body: they are skipped by the simulation (the loader
   warned), so an edit of one would change nothing."""
   if geometry.shape not in SHAPE_PARAMETERS:
     raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: collision meshes "
-                     "are not simulated yet, so it cannot be edited")
+                     "and ellipsoids are not simulated yet, so it cannot be edited")
 
 
 def set_shape_parameters(geometry, params):

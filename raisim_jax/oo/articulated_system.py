@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import joint_springs, validation
-from raisim_jax.oo import articulated_collision
+from raisim_jax.oo import articulated_collision, visual_objects
 from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import compile_articulated
@@ -1003,6 +1003,34 @@ class ArticulatedSystem(Object):
     self._write_model(joint_lower=lower, joint_upper=upper)
     if np.any(rows_before != (np.isfinite(lower) | np.isfinite(upper))):
       self._world._structure_changed()
+
+  # ---- visual objects ------------------------------------------------------------------------
+  def getVisOb(self):
+    """[VisObject] of the visual shapes (URDF <visual>s, MJCF geoms), in body order."""
+    count = len(visual_objects.geometries(self._entry.description, collision=False))
+    return [visual_objects.VisObject(self, False, k) for k in range(count)]
+
+  def getVisColOb(self):
+    """[VisObject] of the collision bodies drawn as shapes (getCollisionBodies' order)."""
+    count = len(visual_objects.geometries(self._entry.description, collision=True))
+    return [visual_objects.VisObject(self, True, k) for k in range(count)]
+
+  def getVisObPose(self, visObjIdx):
+    """(orientation (3, 3), position (3,)) in the world of getVisOb()[visObjIdx]."""
+    return self._vis_pose(visObjIdx, collision=False, name="visObjIdx")
+
+  def getVisColObPose(self, visColObjIdx):
+    """(orientation (3, 3), position (3,)) in the world of getVisColOb()[visColObjIdx]."""
+    return self._vis_pose(visColObjIdx, collision=True, name="visColObjIdx")
+
+  def _vis_pose(self, index, collision, name):
+    entries = visual_objects.geometries(self._entry.description, collision)
+    if isinstance(index, (bool, np.bool_)) or int(index) != index \
+        or not 0 <= int(index) < len(entries):
+      raise ValueError(f"argument '{name}' must be an index < {len(entries)}, got {index}")
+    body, geometry = entries[int(index)]
+    rot, pos = self.getBodyPose(body)
+    return rot @ geometry.rot, pos + rot @ geometry.pos
 
   # ---- collision bodies ----------------------------------------------------------------------
   def getCollisionBodies(self):
