@@ -1,9 +1,11 @@
 """raisim_jax: RaiSim's rigid-body physics on JAX (jit, vmap, grad), with RaiSim's World API.
 
-Pure core: `compile_world`, `step`, `integrate1`, `integrate2`, `rollout` over `Model`/`State`.
+Pure core: `compile_world`, `step`, `integrate1`, `integrate2`, `rollout` over `Model`/`State`;
+`batching` (replicate, per-world parameters, masked reset, snapshots).
 OO layer: `World` and its objects, with RaiSim's method names.
 """
 
+from raisim_jax import batching as batching
 from raisim_jax.compile import compile_world as compile_world
 from raisim_jax.step import integrate1 as integrate1
 from raisim_jax.step import integrate2 as integrate2
@@ -28,7 +30,7 @@ from raisim_jax.oo.world import ParameterContainer as ParameterContainer
 from raisim_jax.oo.world import World as World
 
 __all__ = [
-    "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",
+    "batching", "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
     "World", "ParameterContainer", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",

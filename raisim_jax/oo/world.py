@@ -378,6 +378,16 @@ class World:
     self._ensure_compiled()
     return self._model, self._state
 
+  def getMaterialIndex(self, name):
+    """Row/column of material `name` in the compiled Model's pair table
+    (`model.solver.pair_table`, `batching.WorldParameters.friction`); a raisim_jax extension
+    for per-world parameters. KeyError for a material no object or pair uses."""
+    self._ensure_compiled()
+    if name not in self._compiled_material_names:
+      known = ", ".join(n for n in self._compiled_material_names if not n.startswith("\x00"))
+      raise KeyError(f"unknown material '{name}' (the world's materials: {known})")
+    return self._compiled_material_names.index(name)
+
   def setState(self, state):
     """Replaces the world's State (e.g. one taken from a batched rollout)."""
     self._ensure_compiled()
