@@ -1,5 +1,6 @@
 """Many worlds in one compiled step: replication, per-world parameters (domain randomization),
-masked reset of finished worlds, and snapshots.
+masked reset of finished worlds, snapshots, and the batch axis split across devices and
+processes.
 
 Every function here is pure and traceable: use it inside `jit`/`vmap`. A batch is the same
 pytree with a leading axis of size N on every leaf; `jax.vmap(rj.step)(models, states)` steps
@@ -11,12 +12,21 @@ Domain randomization: `parameters(model, state)` reads one world's physical para
 a ground height moves the ground body (its position is state), a material pair's friction and
 restitution are written symmetrically (the solver reads the pair table either way round), and
 `scale_masses` scales every inertia with its mass (a denser body of the same shape).
+
+Devices: `shard(batch)` splits the leading axis over a 1-D mesh of devices (NamedSharding),
+and `sharded_vmap(rj.step, (None, 0))` steps it as one program per device, with no
+communication between devices (worlds are independent). Several processes (hosts): after
+`jax.distributed.initialize(...)` in each, `shard_process_local(local_batch)` assembles the
+global batch from each process's own worlds; each process steps its part. A Model shared by
+all worlds goes to every device with `replicate_on(model)`.
 """
 
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.struct import dataclass
@@ -46,6 +56,79 @@ def masked_reset(done, fresh, current):
     mask = done.reshape(done.shape + (1,) * (old.ndim - 1))
     return jnp.where(mask, new, old)
   return jax.tree.map(select, fresh, current)
+
+
+def batch_mesh(devices=None, axis_name: str = "batch") -> Mesh:
+  """A 1-D device mesh (all devices of all processes by default) for the batch axis."""
+  return Mesh(np.array(jax.devices() if devices is None else devices), (axis_name,))
+
+
+def _check_divisible(tree, count, what):
+  for leaf in jax.tree.leaves(tree):
+    if jnp.ndim(leaf) == 0 or jnp.shape(leaf)[0] % count:
+      raise ValueError(f"{what}: every leaf needs a leading batch axis divisible by {count} "
+                       f"devices, got a leaf of shape {jnp.shape(leaf)}")
+
+
+def shard(tree, mesh: Optional[Mesh] = None):
+  """A batched tree placed with its leading axis split evenly across `mesh`'s devices (one
+  process; `batch_mesh()` by default).
+
+  Raises:
+    ValueError: a leaf whose leading axis is not divisible by the device count.
+  """
+  mesh = batch_mesh() if mesh is None else mesh
+  _check_divisible(tree, mesh.devices.size, "shard")
+  return jax.device_put(tree, NamedSharding(mesh, PartitionSpec(mesh.axis_names[0])))
+
+
+def replicate_on(tree, mesh: Optional[Mesh] = None):
+  """`tree` (e.g. the Model all worlds share) with a full copy on every device of `mesh`, so
+  that it can meet a sharded batch in one jitted call. In a multi-process run every process
+  passes the same value."""
+  mesh = batch_mesh() if mesh is None else mesh
+  sharding = NamedSharding(mesh, PartitionSpec())
+  if jax.process_count() == 1:
+    return jax.device_put(tree, sharding)
+  return jax.tree.map(
+      lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), tree)
+
+
+def sharded_vmap(fn, in_axes, mesh: Optional[Mesh] = None):
+  """`jit(vmap(fn, in_axes))` run as one program per device of `mesh` (`jax.shard_map`):
+  arguments with axis 0 are split along the batch, those with None are replicated, outputs
+  are batched and split. Each device's worlds converge, skip and stop on their own: the
+  batch-wide early exits of the step (batched_cond.py) reduce over the device's worlds only,
+  so no device waits for another (a plain jit of a sharded vmap would all-reduce every sweep
+  across devices).
+
+  Args:
+    fn: per-world function, e.g. `rj.step` (model, state[, control]) -> state.
+    in_axes: tuple with 0 or None per positional argument.
+  """
+  mesh = batch_mesh() if mesh is None else mesh
+  axis = mesh.axis_names[0]
+  specs = tuple(PartitionSpec() if a is None else PartitionSpec(axis) for a in in_axes)
+  # check_vma=False: the step's batch-wide conds (batched_cond.py) mix per-device values
+  # with constants, which shard_map's varying-axis type check would reject; every output is
+  # per-device by construction.
+  return jax.jit(jax.shard_map(jax.vmap(fn, in_axes=tuple(in_axes)), mesh=mesh,
+                               in_specs=specs, out_specs=PartitionSpec(axis),
+                               check_vma=False))
+
+
+def shard_process_local(local_tree, mesh: Optional[Mesh] = None):
+  """The global batch (leading axis = the processes' local batches concatenated in process
+  order) of a multi-process run, from this process's own `local_tree`.
+
+  Raises:
+    ValueError: a local leading axis not divisible by this process's device count.
+  """
+  mesh = batch_mesh() if mesh is None else mesh
+  _check_divisible(local_tree, jax.local_device_count(), "shard_process_local")
+  sharding = NamedSharding(mesh, PartitionSpec(mesh.axis_names[0]))
+  return jax.tree.map(
+      lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), local_tree)
 
 
 def snapshot(tree):

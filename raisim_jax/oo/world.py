@@ -193,7 +193,7 @@ class World:
     self._description = WorldDescription()
     self._objects = []
     self._compound_children = {}
-    self._device = jax.devices()[0]
+    self._device = jax.local_devices()[0]   # this process's (devices()[0]: maybe not)
     self._committed_model = None
     self._state = None
     self._dirty = True
