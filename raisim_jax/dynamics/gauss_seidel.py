@@ -205,10 +205,13 @@ def _fixed_sweeps(layout, problem, start, keep_going):
   return jax.lax.scan(iterate, start, None, length=layout.iteration_capacity)[0]
 
 
+ROUNDING_ULPS = 64   # convergence floor of a sweep's impulse change, in ulps of the largest
+
+
 def solve(layout, problem, free_velocity, impulse0):
   """Gauss-Seidel from the warm start `impulse0` (R, 3) on top of `free_velocity` until the
-  largest impulse change of a sweep is at most `problem["threshold"]` or `max_iterations`
-  sweeps ran.
+  largest impulse change of a sweep is at most `problem["threshold"]` (or, where that is
+  below rounding, ROUNDING_ULPS ulps of the largest impulse) or `max_iterations` sweeps ran.
 
   Returns:
     (velocity (linear, angular, generalized), impulses (R, 3), () int32 sweeps).
@@ -220,8 +223,15 @@ def solve(layout, problem, free_velocity, impulse0):
     return velocity, impulse0, start[3]
   num_active, _ = _order(layout, problem)
 
+  # A sweep cannot change an impulse by less than its rounding: in float32 the threshold
+  # (1e-8 by default) is below one ulp of a typical impulse, and sweeps would run to the cap
+  # on rounding noise. The floor is ROUNDING_ULPS ulps of the largest impulse (float64:
+  # ~1e-14 relative, below any threshold in use).
+  floor = ROUNDING_ULPS * jnp.finfo(dtype).eps
+
   def keep_going(carry):
-    return ((carry[2] > problem["threshold"]) & (carry[3] < problem["max_iterations"])
+    tolerance = jnp.maximum(problem["threshold"], floor * jnp.max(jnp.abs(carry[1])))
+    return ((carry[2] > tolerance) & (carry[3] < problem["max_iterations"])
             & (num_active > 0))
 
   if layout.early_exit:
