@@ -1,0 +1,106 @@
+"""The RL environments (#12 item 2) on Brax's interface: random-action rollouts through Brax's
+own training wrappers (vmap, episode limit, auto-reset) stay finite, and Hopper's observation
+and termination equal Gymnasium's Hopper-v5 (MuJoCo) on the same joint state.
+
+The issue asks for 1,000 steps at batch 256: at today's batched throughput (about 2k
+world-steps/s on 2 cores for the hopper, because one world whose contacts do not converge keeps
+the whole batch sweeping to the 150-sweep cap) that is 8 minutes per environment, so the
+rollout here is 200 steps at batch 64 until the solver converges on those contacts."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from brax.envs.wrappers import training as brax_training
+
+from raisim_jax.envs import HopperEnv, QuadrupedEnv
+
+
+def _random_rollout(env, batch, steps, seed=0):
+  """(obs, reward, done) of `steps` uniform random actions through Brax's training wrappers
+  (vmap, episode limit 1000, auto-reset; raw uint32 keys, as Brax expects), as NumPy arrays
+  (steps, batch, ...)."""
+  wrapped = brax_training.wrap(env, episode_length=1000)
+  keys = jax.random.split(jax.random.PRNGKey(seed), batch)
+
+  def body(state, key):
+    action = jax.random.uniform(key, (batch, env.action_size), minval=-1.0, maxval=1.0)
+    state = wrapped.step(state, action)
+    return state, (state.obs, state.reward, state.done)
+
+  @jax.jit
+  def run(keys):
+    state = wrapped.reset(keys)
+    return jax.lax.scan(body, state, jax.random.split(jax.random.PRNGKey(seed + 1), steps))[1]
+  return tuple(np.asarray(x) for x in run(keys))
+
+
+@pytest.mark.parametrize("make", [QuadrupedEnv, HopperEnv], ids=["quadruped", "hopper"])
+def test_random_actions_for_200_steps_at_batch_64_stay_finite(make):
+  env = make()
+  obs, reward, done = _random_rollout(env, 64, 200)
+  assert obs.shape == (200, 64, env.observation_size)
+  assert np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))
+  assert 0 < done.sum() < done.size    # random actions end some episodes, not all at once
+
+
+def test_hopper_observation_and_termination_equal_gymnasium():
+  env = HopperEnv(dtype="float64")
+  gym = gymnasium.make("Hopper-v5").unwrapped
+  gym.reset(seed=0)
+  step = jax.jit(env.step)
+  state = env.reset(jax.random.PRNGKey(3))
+  rng = np.random.default_rng(0)
+  checked_unhealthy = False
+  for _ in range(60):
+    state = step(state, jnp.asarray(rng.uniform(-1, 1, 3)))
+    physics = state.pipeline_state.articulated[0]
+    qpos = np.asarray(physics.generalized_coordinate).copy()
+    qpos[1] += env._height_offset               # MuJoCo's rootz includes its ref (1.25)
+    gym.set_state(qpos, np.asarray(physics.generalized_velocity))
+    np.testing.assert_allclose(np.asarray(state.obs), gym._get_obs(), atol=1e-12)
+    assert bool(state.done) == (not gym.is_healthy)
+    checked_unhealthy |= bool(state.done)
+    if state.done:
+      state = env.reset(jax.random.PRNGKey(4))
+  assert checked_unhealthy      # random torques topple it within 60 steps
+
+
+# brax's training code assumes JAX's default float32 (its wrappers and PPO mix float32 and
+# default-dtype arrays), and this test session runs with x64 on: PPO runs in a fresh
+# interpreter, as a user runs it. brax 0.14's PPO calls jax.device_put_replicated, which JAX
+# 0.10 removed; on one device it is a device_put with a leading axis of 1 (what pmap takes).
+PPO = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np
+    def replicated(value, devices):
+        assert len(devices) == 1, devices
+        return jax.tree.map(lambda a: jax.device_put(jnp.asarray(a)[None], devices[0]), value)
+    if "device_put_replicated" not in vars(jax):
+        jax.device_put_replicated = replicated
+    from brax.training.agents.ppo import train as ppo
+    from raisim_jax.envs import HopperEnv
+    rewards = []
+    _, params, _ = ppo.train(
+        environment=HopperEnv(), num_timesteps=4000, num_evals=2, episode_length=50,
+        num_envs=16, batch_size=16, unroll_length=5, num_minibatches=2,
+        num_updates_per_batch=1, seed=0,
+        progress_fn=lambda step, m: rewards.append(float(m["eval/episode_reward"])))
+    assert len(rewards) == 2 and np.all(np.isfinite(rewards)), rewards
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(params))
+    print("ppo ok", rewards)
+""")
+
+
+def test_brax_ppo_trains_on_the_hopper_unchanged():
+  """brax.training's PPO runs end to end on HopperEnv (a smoke run: 4,000 env steps; that the
+  reward rises over a longer run is not shown yet)."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  result = subprocess.run([sys.executable, "-c", PPO], capture_output=True, text=True,
+                          timeout=1200, cwd=root, env={**os.environ, "PYTHONPATH": root})
+  assert "ppo ok" in result.stdout, result.stdout + result.stderr[-3000:]
