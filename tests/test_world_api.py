@@ -1,7 +1,6 @@
 """The OO World and SingleBodyObject API: every getter/setter round-trips and agrees with the
 pure state; bad input raises a clear error naming the argument."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

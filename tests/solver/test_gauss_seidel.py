@@ -19,7 +19,6 @@ import raisim_jax as rj
 from raisim_jax.collision import collision_bodies, detection
 from raisim_jax import compile as compile_lib
 from raisim_jax.dynamics import articulated_integrate, contact_dynamics, kinematics
-from raisim_jax.dynamics import contact_solver as cs
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion
 
