@@ -22,8 +22,8 @@ class PhysicsEnv(_BraxEnv):
   """A Brax environment on a raisim_jax world (subclasses implement the task).
 
   Subclasses set `self._model`, `self._initial` (physics State) and `self.substeps`, and
-  implement `_reset_physics(key)`, `_control(physics, action)`, `_observe(physics)` and
-  `_reward_done(before, after, action)`.
+  implement `action_size`, `_reset_physics(key)`, `_control(physics, action)`,
+  `_observe(physics)` and `_reward_done(before, after, action)`.
   """
 
   substeps: int = 1
@@ -31,6 +31,11 @@ class PhysicsEnv(_BraxEnv):
   @property
   def backend(self) -> str:
     return "raisim_jax"
+
+  @property
+  def observation_size(self) -> int:
+    """Length of `_observe`'s vector (traced abstractly once, nothing is computed)."""
+    return int(jax.eval_shape(self._observe, self._initial).shape[0])
 
   @property
   def dt(self):

@@ -40,12 +40,8 @@ class HopperEnv(PhysicsEnv):
     self.reset_noise = float(reset_noise)
 
   @property
-  def observation_size(self):
-    return 11
-
-  @property
   def action_size(self):
-    return 3
+    return len(self._actuation.names)
 
   def _reset_physics(self, key):
     system = self._initial.articulated[0]

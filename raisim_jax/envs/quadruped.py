@@ -46,12 +46,8 @@ class QuadrupedEnv(PhysicsEnv):
     self.reset_noise = float(reset_noise)
 
   @property
-  def observation_size(self):
-    return 35
-
-  @property
   def action_size(self):
-    return 12
+    return len(self._nominal) - 7        # one PD target per leg joint
 
   def _system(self, physics):
     return physics.articulated[0]

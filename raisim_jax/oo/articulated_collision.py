@@ -14,6 +14,7 @@ joint frame after the joint motion).
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.oo.objects import read_only
 from raisim_jax.oo.precision import in_world_precision
 
 # Number of shape parameters each URDF geometry takes (RaiSim's setCollisionBodyShapeParameters).
@@ -24,12 +25,6 @@ SHAPE_PARAMETERS = {"sphere": ("radius",), "cylinder": ("radius", "length"),
 def collision_geometries(description):
   """[(body index, Geometry)] of an ArticulatedDescription, in collision-body order."""
   return [(b, g) for b, body in enumerate(description.bodies) for g in body.collisions]
-
-
-def _read_only(array):
-  array = np.array(array, np.float64)
-  array.flags.writeable = False
-  return array
 
 
 @in_world_precision
@@ -69,19 +64,19 @@ class CollisionDefinition:
   ellipsoid (three radii)."""
     g = self._geometry()
     if g.shape == "sphere":
-      return _read_only([g.radius])
+      return read_only([g.radius])
     if g.shape in ("cylinder", "capsule"):
-      return _read_only([g.radius, g.length])
+      return read_only([g.radius, g.length])
     if g.shape == "box":
-      return _read_only(g.size)
+      return read_only(g.size)
     if g.shape == "ellipsoid":
-      return _read_only(g.size)
+      return read_only(g.size)
     raise ValueError(f"collision body '{g.name}' is a mesh: it has no shape parameters")
 
   @property
   def posOffset(self):
     """(3,) read-only: position in the body frame. Assign to move it."""
-    return _read_only(self._geometry().pos)
+    return read_only(self._geometry().pos)
 
   @posOffset.setter
   def posOffset(self, value):
@@ -90,7 +85,7 @@ class CollisionDefinition:
   @property
   def rotOffset(self):
     """(3, 3) read-only: orientation in the body frame. Assign to turn it."""
-    return _read_only(self._geometry().rot)
+    return read_only(self._geometry().rot)
 
   @rotOffset.setter
   def rotOffset(self, value):

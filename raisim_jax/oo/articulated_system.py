@@ -33,7 +33,7 @@ from raisim_jax.dynamics import aba, crba, energy, jacobian, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.math import quaternion as quat_math
-from raisim_jax.oo.objects import Object
+from raisim_jax.oo.objects import Object, read_only
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                               JOINT_SPHERICAL, BodyType, ControlMode, IntegrationScheme,
@@ -860,9 +860,7 @@ class ArticulatedSystem(Object):
   def getJointPos_P(self):
     """(B, 3) joint position in its parent body frame (world for body 0); a read-only copy
     (the joint placement is structure: it changes with setBasePos for a fixed base)."""
-    values = _np(self._model().joint_pos)
-    values.flags.writeable = False
-    return values
+    return read_only(self._model().joint_pos)
 
   def getJointOrientation_P(self):
     """(B, 3, 3) joint frame orientation in its parent body frame."""

@@ -17,7 +17,7 @@ def _np(x):
   return np.array(x, dtype=np.float64)
 
 
-def _read_only(x):
+def read_only(x):
   """A float64 copy that raises on write: RaiSim's getters return references that scripts
   edit in place; here the setters are the edit path (writing the copy would do nothing)."""
   array = _np(x)
@@ -77,7 +77,7 @@ class SingleBodyObject(Object):
   def _body_model(self, field):
     """A physical parameter; the description is kept equal to the model leaf by every setter,
     so reading it needs no compile."""
-    return _read_only(getattr(self._description, _DESCRIPTION_FIELD[field]))
+    return read_only(getattr(self._description, _DESCRIPTION_FIELD[field]))
 
   # ---- pose -----------------------------------------------------------------------------
   def getPosition(self, *args):
@@ -94,7 +94,7 @@ class SingleBodyObject(Object):
     return self._body_state("position")
 
   def getBodyToComPosition_rs(self):
-    return _read_only(self._description.com)
+    return read_only(self._description.com)
 
   def getQuaternion(self):
     return self._body_state("quaternion")
@@ -170,7 +170,7 @@ class SingleBodyObject(Object):
   def getCom(self):
     """The COM (3,) in the body frame, the frame the collision shapes are placed in
     (RaiSim's `getCom`; a read-only copy: edit with setCom)."""
-    return _read_only(self._description.com)
+    return read_only(self._description.com)
 
   def setCom(self, com):
     """Moves the centre of mass to `com` (body frame). The geometry stays where it is in the

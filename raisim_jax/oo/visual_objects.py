@@ -12,19 +12,16 @@ getVisObPose / getVisColObPose give the world pose.
 
 import numpy as np
 
+from raisim_jax.oo.articulated_collision import collision_geometries
+from raisim_jax.oo.objects import read_only
 from raisim_jax.oo.precision import in_world_precision
 
 
 def geometries(description, collision):
   """[(body index, Geometry)] of the visual (collision=False) or collision shapes."""
-  return [(b, g) for b, body in enumerate(description.bodies)
-          for g in (body.collisions if collision else body.visuals)]
-
-
-def _read_only(array):
-  array = np.array(array, np.float64)
-  array.flags.writeable = False
-  return array
+  if collision:
+    return collision_geometries(description)
+  return [(b, g) for b, body in enumerate(description.bodies) for g in body.visuals]
 
 
 @in_world_precision
@@ -65,7 +62,7 @@ class VisObject:
       params[0] = g.radius
     elif g.shape in ("cylinder", "capsule"):
       params[:2] = g.radius, g.length
-    return _read_only(params)
+    return read_only(params)
 
   @property
   def fileName(self) -> str:
@@ -74,24 +71,24 @@ class VisObject:
 
   @property
   def scale(self):
-    return _read_only(self._entry()[1].scale)
+    return read_only(self._entry()[1].scale)
 
   @property
   def offset(self):
     """(3,) position in the body frame."""
-    return _read_only(self._entry()[1].pos)
+    return read_only(self._entry()[1].pos)
 
   @property
   def rot(self):
     """(3, 3) orientation in the body frame."""
-    return _read_only(self._entry()[1].rot)
+    return read_only(self._entry()[1].rot)
 
   @property
   def color(self):
     """(4,) RGBA from the file (URDF material color, MJCF rgba or material); the URDF default
     (0.7, 0.7, 0.7, 1) where the file gives none."""
     color = self._entry()[1].color
-    return _read_only(color if color is not None else (0.7, 0.7, 0.7, 1.0))
+    return read_only(color if color is not None else (0.7, 0.7, 0.7, 1.0))
 
   @property
   def material(self) -> str:
