@@ -2,10 +2,9 @@
 own training wrappers (vmap, episode limit, auto-reset) stay finite, and Hopper's observation
 and termination equal Gymnasium's Hopper-v5 (MuJoCo) on the same joint state.
 
-The issue asks for 1,000 steps at batch 256: at today's batched throughput (about 2k
-world-steps/s on 2 cores for the hopper, because one world whose contacts do not converge keeps
-the whole batch sweeping to the 150-sweep cap) that is 8 minutes per environment, so the
-rollout here is 200 steps at batch 64 until the solver converges on those contacts."""
+The issue asks for 1,000 steps at batch 256: the hopper runs that (about 5.5k world-steps/s on
+2 cores, ~3 min); the quadruped (about 1.2k env-steps/s at batch 256, 4 substeps) runs 200
+steps at batch 64, which keeps the suite inside CI's budget."""
 
 import os
 import subprocess
@@ -41,11 +40,12 @@ def _random_rollout(env, batch, steps, seed=0):
   return tuple(np.asarray(x) for x in run(keys))
 
 
-@pytest.mark.parametrize("make", [QuadrupedEnv, HopperEnv], ids=["quadruped", "hopper"])
-def test_random_actions_for_200_steps_at_batch_64_stay_finite(make):
+@pytest.mark.parametrize("make, batch, steps", [(QuadrupedEnv, 64, 200), (HopperEnv, 256, 1000)],
+                         ids=["quadruped-64x200", "hopper-256x1000"])
+def test_random_actions_stay_finite(make, batch, steps):
   env = make()
-  obs, reward, done = _random_rollout(env, 64, 200)
-  assert obs.shape == (200, 64, env.observation_size)
+  obs, reward, done = _random_rollout(env, batch, steps)
+  assert obs.shape == (steps, batch, env.observation_size)
   assert np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))
   assert 0 < done.sum() < done.size    # random actions end some episodes, not all at once
 
