@@ -1,6 +1,7 @@
 """The pure core never imports the OO shell (DESIGN.md): every module of raisim_jax outside
-raisim_jax/oo/ and raisim_jax/envs/ (except the package's __init__ and the demo, which are
-users of both; the RL environments build their worlds with the OO World) is core, and no core
+raisim_jax/oo/, raisim_jax/envs/ and raisim_jax/examples/ (except the package's __init__ and
+the demo, which are users of both; the RL environments and the examples build their worlds
+with the OO World) is core, and no core
 module imports anything from raisim_jax.oo."""
 
 import ast
@@ -25,7 +26,7 @@ def _imports(path):
 def _core_modules():
   for path in sorted(PACKAGE.rglob("*.py")):
     relative = path.relative_to(PACKAGE)
-    if relative.parts[0] in ("oo", "envs") or str(relative) in NOT_CORE:
+    if relative.parts[0] in ("oo", "envs", "examples") or str(relative) in NOT_CORE:
       continue
     yield path
 

@@ -97,6 +97,7 @@ def rows_velocity_magnitude(layout, problem, free_velocity, impulses):
     for side in ("a", "b"):
       body, weight = problem["index_" + side], jnp.abs(problem["weight_" + side])
       linear_size = linear_size.at[body].add(weight * inv_mass[body] * impulse_size)
+      # 3 x the largest entry of I^-1 bounds its row sums.
       angular_size = angular_size.at[body].add(
           weight * jnp.max(jnp.abs(inv_inertia[body]), axis=(1, 2)) * 3.0
           * norm(problem["r_" + side]) * impulse_size)
