@@ -266,6 +266,8 @@ def solve(layout, problem, free_velocity, impulse0):
   A row's update counts towards that change only when its effect on the row's
   velocity exceeds VELOCITY_ROUNDING_ULPS ulps of the terms the velocity is summed from
   (float32: the velocity of a body moving at metres per second is not known better).
+  With `threshold` 0 neither rounding floor applies: sweeps run until one changes nothing,
+  or to the cap.
 
   Returns:
     (velocity (linear, angular, generalized), impulses (R, 3), () int32 sweeps).
@@ -282,12 +284,18 @@ def solve(layout, problem, free_velocity, impulse0):
   # loses in the bodies' velocities makes the next sweep repeat it (a constant drift to the
   # cap: 256 Gymnasium hoppers, one foot contact, 1.5% of steps at 150 sweeps). The gate is a
   # stopping rule only (no gradient flows through it); its floors are refreshed every sweep.
+  # threshold = 0 asks for every sweep up to maxIter, as in RaiSim: no rounding floors, a
+  # sweep counts as progress whenever it changed any impulse (gradient checks use this to
+  # keep the iteration count the same for nearby inputs).
+  floors_on = problem["threshold"] > 0
   problem = {**problem, "free_velocity": free_velocity,
-             "rounding": jnp.asarray(VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps, dtype)}
+             "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
+                                   0.0).astype(dtype)}
   # A sweep cannot change an impulse by less than its own rounding either: in float32 the
   # threshold (1e-8 by default) is below one ulp of a typical impulse (float64: ~1e-14
   # relative, below any threshold in use).
-  impulse_floor = IMPULSE_ROUNDING_ULPS * jnp.finfo(dtype).eps
+  impulse_floor = jnp.where(floors_on, IMPULSE_ROUNDING_ULPS * jnp.finfo(dtype).eps,
+                            0.0).astype(dtype)
 
   def keep_going(carry):
     tolerance = jnp.maximum(problem["threshold"], impulse_floor * jnp.max(jnp.abs(carry[1])))
