@@ -1,7 +1,6 @@
-"""Trajectory optimization through contact (#12 item 3, part): the gradient that the example's
-Adam loop uses equals float64 central finite differences at the start (the box slides the
-whole time: no contact mode change). Not yet here: the issue's 100x fall of the loss (150
-Adam steps did not reach it and took ~9 min on 2 cores)."""
+"""Trajectory optimization through contact (#12 item 3): the gradient the example's Adam loop
+uses equals float64 central finite differences (the box slides the whole time: no contact mode
+change), and 30 Adam steps bring the loss down more than 100x (measured ~250x)."""
 
 import jax
 import jax.numpy as jnp
@@ -13,12 +12,21 @@ from raisim_jax.examples import trajectory_optimization as example
 def test_gradient_equals_finite_differences_while_sliding():
   with jax.enable_x64(True):
     model, state = example.build_world()
-    forces = jnp.full((50,), 12.0, jnp.float64)
-    loss = jax.jit(lambda f: example.loss(model, state, f, 0.3))
-    gradient = np.asarray(jax.jit(jax.grad(lambda f: example.loss(model, state, f, 0.3)))(forces))
-    direction = np.random.default_rng(0).normal(size=50)
+    target = jnp.asarray(example.TARGET, jnp.float64)
+    forces = jnp.tile(jnp.array([12.0, 0.0]), (50, 1))
+    _, gradient = example.loss_and_gradient(model, state, forces, target)
+    direction = np.random.default_rng(0).normal(size=(50, 2))
     eps = 1e-4
-    finite_difference = (float(loss(forces + eps * direction))
-                         - float(loss(forces - eps * direction))) / (2 * eps)
+    plus = example.loss_and_gradient(model, state, forces + eps * direction, target)[0]
+    minus = example.loss_and_gradient(model, state, forces - eps * direction, target)[0]
+    finite_difference = (float(plus) - float(minus)) / (2 * eps)
+  gradient = np.asarray(gradient)
   assert np.all(np.isfinite(gradient))
-  np.testing.assert_allclose(gradient @ direction, finite_difference, rtol=1e-5)
+  assert abs(finite_difference) > 1e-3          # the check is not 0 == 0
+  np.testing.assert_allclose(np.sum(gradient * direction), finite_difference, rtol=1e-5)
+
+
+def test_adam_brings_the_loss_down_100x():
+  losses, forces = example.optimize(iterations=30)
+  assert np.all(np.isfinite(losses)) and np.all(np.isfinite(forces))
+  assert losses[0] / losses[-1] > 100, losses

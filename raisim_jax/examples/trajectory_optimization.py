@@ -1,13 +1,19 @@
-"""Trajectory optimization through contact: push a box along the ground to a target.
+"""Trajectory optimization through contact: push a box across the ground to a target.
 
 A 0.2 m, 1 kg box rests on the ground (friction 0.8, float64, dt = 10 ms). A horizontal force
-sequence (one value per step, N steps) pushes it; the loss is the squared distance of the
-box's final position to the target plus its final speed squared (it must arrive and stop).
-Gradients come from `jax.grad` through `rj.rollout` with the default (differentiable) contact
-solver: the box slides on its four corner contacts the whole time, so the contact mode does
-not change and the plain gradient is the true derivative. optax's Adam takes the steps.
+sequence (one (fx, fy) per step, N steps, world frame) pushes it; the loss is the squared
+distance of the box's final (x, y) to a target. Gradients come from `jax.grad` through
+`rj.rollout` with the default (differentiable) contact solver; optax's Adam (cosine-decayed
+step size) takes the steps.
 
-    python -m raisim_jax.examples.trajectory_optimization     # prints the loss as it falls
+The target (0.8, 0.4) m lies beyond where the initial push (12 N along x for 0.5 s) brings the
+box, so the optimum keeps it sliding on its four corner contacts the whole time: the contact
+mode does not change and the plain gradient is the true derivative (friction opposes the
+velocity, whose direction the forces turn, so the problem is nonlinear but smooth). A target
+the box reaches with force to spare would let Adam drive forces below static friction
+(mu m g = 7.85 N): a sticking box has zero gradient, and the loss stalls.
+
+    python -m raisim_jax.examples.trajectory_optimization     # loss falls ~250x in 30 steps
 
 Needs optax (in the dev extra; brax, the rl extra, brings it too).
 """
@@ -20,10 +26,11 @@ import optax
 import raisim_jax as rj
 
 BOX_ROW = 1          # the box is the world's second object (the ground is the first)
+TARGET = (0.8, 0.4)  # m, world frame
 
 
 def build_world(dt=0.01):
-  """(model, state) of the box resting on the ground, float64."""
+  """(model, state) of the box resting on the ground, float64 (call inside enable_x64)."""
   world = rj.World()
   world.setTimeStep(dt)
   world.setDefaultMaterial(0.8, 0.0, 0.0)
@@ -33,44 +40,46 @@ def build_world(dt=0.01):
 
 
 def final_state(model, state, forces):
-  """State after len(forces) steps with horizontal force forces[k] (N) on the box at step k."""
+  """State after len(forces) steps with force (forces[k, 0], forces[k, 1], 0) N on the box's
+  centre of mass at step k. forces: (N, 2)."""
   zeros = rj.Control.zeros(model)
   body_force = jnp.zeros((forces.shape[0],) + zeros.body_force.shape, forces.dtype)
   controls = zeros.replace(
-      body_force=body_force.at[:, BOX_ROW, 0].set(forces),
+      body_force=body_force.at[:, BOX_ROW, :2].set(forces),
       body_torque=jnp.zeros_like(body_force))
   return rj.rollout(model, state, forces.shape[0], controls)[0]
 
 
 def loss(model, state, forces, target):
-  """(x_final - target)^2 + v_final^2 of the box (m^2, (m/s)^2 with 1 s)."""
+  """|xy_final - target|^2 of the box (m^2). forces: (N, 2); target: (2,)."""
   final = final_state(model, state, forces)
-  x = final.bodies.position[BOX_ROW, 0]
-  v = final.bodies.linear_velocity[BOX_ROW, 0]
-  return (x - target) ** 2 + v ** 2
+  return jnp.sum((final.bodies.position[BOX_ROW, :2] - target) ** 2)
 
 
-def optimize(steps=50, iterations=150, target=0.3, learning_rate=0.5, initial_force=12.0,
-             verbose=False):
-  """Adam on the force sequence. Returns (losses (iterations + 1,), forces (steps,))."""
+# Module level, so every caller with the same shapes reuses one compilation.
+loss_and_gradient = jax.jit(jax.value_and_grad(loss, argnums=2))
+
+
+def optimize(steps=50, iterations=30, target=TARGET, learning_rate=0.5,
+             initial_force=(12.0, 0.0), verbose=False):
+  """Adam on the force sequence. Returns (losses (iterations + 1,), forces (steps, 2))."""
   with jax.enable_x64(True):
     model, state = build_world()
-    forces = jnp.full((steps,), initial_force, jnp.float64)
-    value_and_grad = jax.jit(jax.value_and_grad(
-        lambda f: loss(model, state, f, target)))
-    optimizer = optax.adam(learning_rate)
+    target = jnp.asarray(target, jnp.float64)
+    forces = jnp.tile(jnp.asarray(initial_force, jnp.float64), (steps, 1))
+    optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, iterations))
     opt_state = optimizer.init(forces)
     losses = []
     for k in range(iterations):
-      value, grad = value_and_grad(forces)
+      value, grad = loss_and_gradient(model, state, forces, target)
       if not np.all(np.isfinite(np.asarray(grad))):
         raise FloatingPointError(f"non-finite gradient at iteration {k}")
       losses.append(float(value))
-      if verbose and k % 10 == 0:
+      if verbose and k % 5 == 0:
         print(f"iteration {k:4d}  loss {float(value):.3e}", flush=True)
       updates, opt_state = optimizer.update(grad, opt_state)
       forces = optax.apply_updates(forces, updates)
-    losses.append(float(value_and_grad(forces)[0]))
+    losses.append(float(loss_and_gradient(model, state, forces, target)[0]))
     return np.array(losses), np.asarray(forces)
 
 
