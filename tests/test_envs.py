@@ -1,11 +1,13 @@
 """The RL environments (#12 item 2) on Brax's interface: random-action rollouts through Brax's
 own training wrappers (vmap, episode limit, auto-reset) stay finite, and Hopper's observation
-and termination equal Gymnasium's Hopper-v5 (MuJoCo) on the same joint state.
+and termination equal Gymnasium's Hopper-v5 (MuJoCo) on the same joint state, and Brax's PPO
+trains on the hopper with the evaluation return rising 10x in a few minutes.
 
 The issue asks for 1,000 steps at batch 256: the hopper runs that (about 5.5k world-steps/s on
 2 cores, ~3 min); the quadruped (about 1.2k env-steps/s at batch 256, 4 substeps) runs 200
 steps at batch 64, which keeps the suite inside CI's budget."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -87,20 +89,24 @@ PPO = textwrap.dedent("""
     from raisim_jax.envs import HopperEnv
     rewards = []
     _, params, _ = ppo.train(
-        environment=HopperEnv(), num_timesteps=4000, num_evals=2, episode_length=50,
-        num_envs=16, batch_size=16, unroll_length=5, num_minibatches=2,
-        num_updates_per_batch=1, seed=0,
+        environment=HopperEnv(), num_timesteps=102_400, num_evals=3, episode_length=200,
+        num_envs=64, batch_size=64, unroll_length=10, num_minibatches=8, num_eval_envs=64,
+        num_updates_per_batch=4, learning_rate=3e-4, entropy_cost=1e-3, discounting=0.97,
+        normalize_observations=True, seed=0,
         progress_fn=lambda step, m: rewards.append(float(m["eval/episode_reward"])))
-    assert len(rewards) == 2 and np.all(np.isfinite(rewards)), rewards
+    assert len(rewards) == 3 and np.all(np.isfinite(rewards)), rewards
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(params))
     print("ppo ok", rewards)
 """)
 
 
-def test_brax_ppo_trains_on_the_hopper_unchanged():
-  """brax.training's PPO runs end to end on HopperEnv (a smoke run: 4,000 env steps; that the
-  reward rises over a longer run is not shown yet)."""
+def test_brax_ppo_trains_on_the_hopper_unchanged_and_the_reward_rises():
+  """brax.training's PPO, unchanged, trains on HopperEnv: 102,400 env steps (64 worlds,
+  episodes of 200 steps, ~4 min on one core) and the mean evaluation return rises from the
+  random policy's (~23) to more than 4x that (measured 239 at 102k steps, 499 at 205k)."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   result = subprocess.run([sys.executable, "-c", PPO], capture_output=True, text=True,
                           timeout=1200, cwd=root, env={**os.environ, "PYTHONPATH": root})
   assert "ppo ok" in result.stdout, result.stdout + result.stderr[-3000:]
+  rewards = ast.literal_eval(result.stdout.split("ppo ok", 1)[1].strip().splitlines()[0])
+  assert rewards[-1] > 4 * rewards[0] and rewards[-1] > rewards[1] > rewards[0], rewards
