@@ -43,6 +43,7 @@ def _release_compiled_functions():
 # off. Scheduling only: a stale entry costs time, never correctness.
 _LONGEST_FILES_FIRST = (
     "tests/test_envs.py",
+    "tests/test_notebooks.py",
     "tests/legged/test_standing.py",
     "tests/test_resting_stacks.py",
     "tests/test_resting_sphere_pyramid.py",
