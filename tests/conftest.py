@@ -3,25 +3,6 @@
 Every test runs by default, CI included: long simulations and oracle sweeps carry the `slow`
 marker only so that a quick local run can leave them out with `-m "not slow"`."""
 
-import os
-
-
-def _pin_xdist_worker_to_one_core():
-  """Under `pytest -n N` with N <= the usable cores, worker i runs on core i only. Each
-  worker's XLA otherwise sizes its thread pools (compiler and runtime) to every core, so N
-  workers run N x cores threads on N cores: measured on 2 cores, two heavy test files took
-  226 s side by side unpinned and 151 s pinned (the whole suite: see docs/architecture.md,
-  Tests). Subprocesses a test starts inherit the worker's core. Runs before JAX starts its
-  backend, which reads the affinity mask when it sizes the pools."""
-  worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-  count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
-  cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-  if worker.startswith("gw") and 1 < count <= len(cores):
-    os.sched_setaffinity(0, {cores[int(worker[2:])]})
-
-
-_pin_xdist_worker_to_one_core()
-
 import jax
 import pytest
 
@@ -37,7 +18,7 @@ def _release_compiled_functions():
   jax.clear_caches()
 
 
-# The files that take longest (seconds of one suite run on 2 cores, pinned workers), run first
+# The files that take longest (in one suite run on 2 cores), run first
 # so that no worker is left with a long file while the other has finished: pytest-xdist's
 # `--dist loadfile` hands files out in collection order once its reordering by test count is
 # off. Scheduling only: a stale entry costs time, never correctness.
