@@ -76,15 +76,12 @@ def test_hopper_observation_and_termination_equal_gymnasium():
 
 # brax's training code assumes JAX's default float32 (its wrappers and PPO mix float32 and
 # default-dtype arrays), and this test session runs with x64 on: PPO runs in a fresh
-# interpreter, as a user runs it. brax 0.14's PPO calls jax.device_put_replicated, which JAX
-# 0.10 removed; on one device it is a device_put with a leading axis of 1 (what pmap takes).
+# interpreter, as a user runs it (with raisim_jax.envs.brax_compat's stand-in for the
+# jax.device_put_replicated that brax 0.14 calls and JAX 0.10 removed).
 PPO = textwrap.dedent("""
-    import jax, jax.numpy as jnp, numpy as np
-    def replicated(value, devices):
-        assert len(devices) == 1, devices
-        return jax.tree.map(lambda a: jax.device_put(jnp.asarray(a)[None], devices[0]), value)
-    if "device_put_replicated" not in vars(jax):
-        jax.device_put_replicated = replicated
+    import jax, numpy as np
+    from raisim_jax.envs.brax_compat import install_device_put_replicated
+    install_device_put_replicated()
     from brax.training.agents.ppo import train as ppo
     from raisim_jax.envs import HopperEnv
     rewards = []

@@ -39,15 +39,18 @@ def build_world(dt=0.01):
   return world.compile()
 
 
-def final_state(model, state, forces):
-  """State after len(forces) steps with force (forces[k, 0], forces[k, 1], 0) N on the box's
-  centre of mass at step k. forces: (N, 2)."""
+def push_controls(model, forces):
+  """Control sequence (leading axis N) with force (forces[k, 0], forces[k, 1], 0) N on the
+  box's centre of mass at step k and nothing else. forces: (N, 2)."""
   zeros = rj.Control.zeros(model)
   body_force = jnp.zeros((forces.shape[0],) + zeros.body_force.shape, forces.dtype)
-  controls = zeros.replace(
-      body_force=body_force.at[:, BOX_ROW, :2].set(forces),
-      body_torque=jnp.zeros_like(body_force))
-  return rj.rollout(model, state, forces.shape[0], controls)[0]
+  return zeros.replace(body_force=body_force.at[:, BOX_ROW, :2].set(forces),
+                       body_torque=jnp.zeros_like(body_force))
+
+
+def final_state(model, state, forces):
+  """State after len(forces) steps of `push_controls(model, forces)`. forces: (N, 2)."""
+  return rj.rollout(model, state, forces.shape[0], push_controls(model, forces))[0]
 
 
 def loss(model, state, forces, target):
