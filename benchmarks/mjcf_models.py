@@ -1,0 +1,123 @@
+"""Gymnasium's MJCF models in raisim_jax and in MuJoCo MJX, side by side in one run (#12 item 5).
+
+For each model (hopper, ant, humanoid from Gymnasium's assets) and batch size: world-steps
+per second of `jit(vmap(rollout))` (float32, the solver's batched mode) and of MJX's
+`jit(vmap(mjx.step))` (float32) on the same MJCF file with its own time step, and the compile
+time of each. MJX runs twice: with the model's own solver settings and with the settings
+MJX's authors ship for RL (`iterations=1, ls_iterations=4`); the ratio column is ours over
+MJX at the RL settings. The worlds start at the file's initial pose with zero controls and
+fall and tumble under gravity (the same motion in both engines: contacts from the first
+steps on).
+
+Run: `python benchmarks/mjcf_models.py [--models hopper,ant,humanoid]
+[--batches 1,64,256,1024] [--steps 50] [--json F]`; `--quick` (batch 2, 5 steps) is what the test
+suite runs on the hopper so the script cannot rot. MJX comes with Brax (the `rl` extra) or
+`pip install mujoco-mjx`. Not a test: numbers depend on the machine; compare ratios taken in
+one run.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import raisim_jax as rj  # noqa: E402
+
+MODELS = {"hopper": "hopper.xml", "ant": "ant.xml", "humanoid": "humanoid.xml"}
+
+
+def model_path(name):
+  """Path of Gymnasium's MJCF file for `name`."""
+  import gymnasium
+  return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
+                      MODELS[name])
+
+
+def _batched(tree, batch):
+  return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), tree)
+
+
+def _time(run, states, repeats=2):
+  """(first call seconds: trace + compile + one run, best later call seconds)."""
+  start = time.perf_counter()
+  jax.block_until_ready(run(states))
+  first = time.perf_counter() - start
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(run(states))
+    best = min(best, time.perf_counter() - start)
+  return first, best
+
+
+def ours(name, batch, steps):
+  """(world-steps/s, compile s, time step) of raisim_jax on Gymnasium's `name`."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")   # MJCF features the reader maps approximately
+    world = rj.World(model_path(name), dtype=jnp.float32)
+  world.setContactSolverDifferentiable(False)
+  model, state = world.compile()
+  run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
+  first, best = _time(run, _batched(state, batch))
+  return batch * steps / best, first - best, float(world.getTimeStep())
+
+
+def mjx_rate(name, batch, steps, rl_settings):
+  """(world-steps/s, compile s, time step) of MuJoCo MJX on the same file."""
+  import mujoco
+  from mujoco import mjx
+  mj_model = mujoco.MjModel.from_xml_path(model_path(name))
+  if rl_settings:
+    mj_model.opt.iterations, mj_model.opt.ls_iterations = 1, 4
+  device_model = mjx.put_model(mj_model)
+  data = mjx.make_data(device_model)
+  step = jax.vmap(mjx.step, in_axes=(None, 0))
+  run = jax.jit(lambda d: jax.lax.scan(lambda c, _: (step(device_model, c), None), d, None,
+                                       length=steps)[0])
+  first, best = _time(run, _batched(data, batch))
+  return batch * steps / best, first - best, float(mj_model.opt.timestep)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--models", default="hopper,ant,humanoid")
+  parser.add_argument("--batches", default="1,64,256,1024")
+  parser.add_argument("--steps", type=int, default=50)
+  parser.add_argument("--quick", action="store_true", help="batch 2, 5 steps")
+  parser.add_argument("--json")
+  args = parser.parse_args(argv)
+  batches = [2] if args.quick else [int(b) for b in args.batches.split(",")]
+  steps = 5 if args.quick else args.steps
+  rows = []
+  print("| Model | Batch | raisim_jax steps/s | compile s | MJX (RL settings) steps/s | "
+        "compile s | MJX (model's settings) steps/s | ours / MJX (RL) |")
+  print("|---|---|---|---|---|---|---|---|")
+  for name in args.models.split(","):
+    for batch in batches:
+      rate, compile_s, dt = ours(name, batch, steps)
+      rl_rate, rl_compile, mj_dt = mjx_rate(name, batch, steps, rl_settings=True)
+      default_rate, _, _ = mjx_rate(name, batch, steps, rl_settings=False)
+      if abs(dt - mj_dt) > 1e-12:
+        raise RuntimeError(f"{name}: time step {dt} differs from MuJoCo's {mj_dt}")
+      row = dict(model=name, batch=batch, steps=steps, time_step=dt, ours=rate,
+                 ours_compile_s=compile_s, mjx_rl=rl_rate, mjx_rl_compile_s=rl_compile,
+                 mjx_default=default_rate, ratio_vs_mjx_rl=rate / rl_rate)
+      rows.append(row)
+      print(f"| {name} | {batch} | {rate:,.0f} | {compile_s:.1f} | {rl_rate:,.0f} | "
+            f"{rl_compile:.1f} | {default_rate:,.0f} | {rate / rl_rate:.2f} |", flush=True)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(dict(device=str(jax.devices()[0]), rows=rows), f, indent=1)
+  return rows
+
+
+if __name__ == "__main__":
+  main()
