@@ -41,22 +41,6 @@ def _relative_regularization(dtype):
   return 1e-12 if jnp.finfo(dtype).bits > 32 else 1e-6
 
 
-def inverse6(matrix):
-  """Inverse of (..., 6, 6) symmetric positive definite matrices by their 3x3 blocks (Schur
-  complement, cofactor 3x3 inverses): elementwise work, where a batched LAPACK call per body
-  per world cost 3-6x the whole step under vmap."""
-  p, q, r = matrix[..., :3, :3], matrix[..., :3, 3:], matrix[..., 3:, 3:]
-  p_inverse = rotation.inverse3(p)
-  p_inverse_q = p_inverse @ q
-  qt = jnp.swapaxes(q, -1, -2)
-  s_inverse = rotation.inverse3(r - qt @ p_inverse_q)
-  upper_right = -p_inverse_q @ s_inverse
-  upper_left = p_inverse - upper_right @ jnp.swapaxes(p_inverse_q, -1, -2)
-  top = jnp.concatenate([upper_left, upper_right], axis=-1)
-  bottom = jnp.concatenate([jnp.swapaxes(upper_right, -1, -2), s_inverse], axis=-1)
-  return jnp.concatenate([top, bottom], axis=-2)
-
-
 def prepare(problem, num_bodies):
   """Per-solve constants of the block correction (the geometry is fixed within a solve).
 
@@ -66,7 +50,7 @@ def prepare(problem, num_bodies):
 
   Returns a dict: `rows_twist` (R, 3, 6) contact-frame velocity per unit body twist (linear,
   angular; world frame), `b_inverse` (n + 1, 6, 6) regularized (A^T A)^-1, `mass` and
-  `inverse_mass` (n + 1, 6, 6) about the COM (world frame), `eligible` (R,) bool.
+  `inverse_mass` (n + 1, 6, 6) about the COM (world frame), `eligible` (R,) bool, `any` ().
   """
   body, sign = problem["block_body"], problem["block_sign"]
   dtype = problem["frame"].dtype
@@ -81,7 +65,7 @@ def prepare(problem, num_bodies):
   trace = jnp.trace(b, axis1=-2, axis2=-1)
   scale = jnp.where(trace > 0, trace, 1.0)
   eye6 = jnp.eye(6, dtype=dtype)
-  b_inverse = inverse6(b + (_relative_regularization(dtype) * scale)[:, None, None] * eye6)
+  b_inverse = jnp.linalg.inv(b + (_relative_regularization(dtype) * scale)[:, None, None] * eye6)
   inv_mass = jnp.concatenate([problem["inv_mass"], jnp.zeros((1,), dtype)])
   inv_inertia = jnp.concatenate([problem["inv_inertia"], jnp.zeros((1, 3, 3), dtype)])
   dynamic = inv_mass > 0
@@ -105,7 +89,7 @@ def prepare(problem, num_bodies):
   takes_part = dynamic & (count >= MIN_ROWS) & (coupled == 0)
   eligible = eligible & takes_part[body]
   return dict(rows_twist=rows_twist, b_inverse=b_inverse, mass=mass,
-              inverse_mass=inverse_mass, eligible=eligible)
+              inverse_mass=inverse_mass, eligible=eligible, any=jnp.any(eligible))
 
 
 def project_to_cone(p, mu):
@@ -167,7 +151,7 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     scale = jnp.trace(normal, axis1=-2, axis2=-1)
     normal = normal + (regularization * jnp.where(scale > 0, scale, 1.0))[:, None, None] * (
         jnp.eye(6, dtype=dtype))
-    return nu - jnp.einsum("bij,bj->bi", inverse6(normal), residual), None
+    return nu - jnp.linalg.solve(normal, residual[..., None])[..., 0], None
 
   nu, _ = jax.lax.scan(newton, jnp.zeros((segments, 6), dtype), None, length=NEWTON_STEPS)
   new, _ = project_to_cone(start + rmv(rows_twist, nu[body]), mu)

@@ -7,8 +7,8 @@ others fixed and applies the impulse change to the bodies at once:
     c'_i = v_i(u) - G_ii lambda_i,   lambda_i <- local_solve(G_ii, c'_i),   u += W_i d lambda_i
 with v_i the row's contact-frame relative velocity (`row_velocity`) and u the carried
 velocities (single bodies' linear (n, 3) and angular (n, 3), the systems' stacked generalized
-velocity (NV,)). When a solve is still going after BLOCK_SWEEP sweeps, the bodies that rest
-only on static bodies solve their contact rows as one block (`body_block`: redundant corner contacts, which per-contact sweeps
+velocity (NV,)). Before each sweep, the bodies that rest only on static bodies solve their
+contact rows as one block (`body_block`: redundant corner contacts, which per-contact sweeps
 leave creeping when friction is near its limit).
 
 Derivatives: with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
@@ -215,34 +215,22 @@ def _with_rounding(layout, problem, impulses):
   return {**problem, "velocity_magnitude": magnitude}
 
 
-BLOCK_SWEEP = 4   # sweep before which the rigid-body block correction runs, if still going
-
-
-def _block_step(layout, problem, velocity, impulses, sweeps):
-  """(velocity, impulses, largest impulse change) after the rigid-body block correction,
-  which runs once, before sweep BLOCK_SWEEP (0-based) of a solve that has not converged yet.
-
-  The bodies that rest only on static bodies have rows that couple to no other row, so one
-  block move solves them (`body_block`). Solves that converge within BLOCK_SWEEP sweeps (a
-  resting scene without tangential load) skip it, under vmap when every world does: the move
-  costs about a third of a step of 4 boxes and 4 spheres at rest.
-  """
+def _block_step(layout, problem, velocity, impulses):
+  """(velocity, impulses, largest impulse change) after the rigid-body block correction
+  (skipped, under vmap for the whole batch, when no body has redundant static contacts)."""
   zero = jnp.zeros((), impulses.dtype)
   if not layout.block_bodies:
     return velocity, impulses, zero
 
   def correct(carry):
     velocity, impulses, _ = carry
-    block = body_block.prepare(problem, layout.block_bodies)
-    delta = body_block.correction(block, problem,
+    delta = body_block.correction(problem["block"], problem,
                                   rows_velocity(layout, problem, velocity), impulses,
                                   layout.block_bodies)
     return (apply_all(layout, problem, velocity, delta), impulses + delta,
             jnp.max(jnp.abs(delta)))
 
-  candidates = jnp.any(problem["block_body"] < layout.block_bodies)
-  return batched_cond.run_where(candidates & (sweeps == BLOCK_SWEEP), correct,
-                                (velocity, impulses, zero))
+  return batched_cond.run_where(problem["block"]["any"], correct, (velocity, impulses, zero))
 
 
 def _fixed_sweep(layout, problem, carry):
@@ -250,7 +238,7 @@ def _fixed_sweep(layout, problem, carry):
   positions, a chunk past the active rows skipped (under vmap: past every world's).
   carry: (velocity, impulses, change, sweeps)."""
   velocity, impulses, _, sweeps = carry
-  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses, sweeps)
+  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses)
   problem = _with_rounding(layout, problem, impulses)
   num_active, row_at = _order(layout, problem)
 
@@ -273,7 +261,7 @@ def _fixed_sweep(layout, problem, carry):
 def _active_sweep(layout, problem, carry):
   """One sweep over exactly the active rows (dynamic trip count: forward only)."""
   velocity, impulses, _, sweeps = carry
-  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses, sweeps)
+  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses)
   problem = _with_rounding(layout, problem, impulses)
   num_active, row_at = _order(layout, problem)
   velocity, impulses, change = jax.lax.fori_loop(
@@ -311,9 +299,9 @@ def solve(layout, problem, free_velocity, impulse0):
   """
   dtype = impulse0.dtype
   velocity = apply_all(layout, problem, free_velocity, impulse0)
-  if not layout.rows:
-    return velocity, impulse0, jnp.zeros((), jnp.int32)
   start = (velocity, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
+  if not layout.rows:
+    return velocity, impulse0, start[3]
   num_active, _ = _order(layout, problem)
 
   # In float32 a row velocity of bodies moving at metres per second carries rounding errors
@@ -325,6 +313,8 @@ def solve(layout, problem, free_velocity, impulse0):
   # sweep counts as progress whenever it changed any impulse (gradient checks use this to
   # keep the iteration count the same for nearby inputs).
   floors_on = problem["threshold"] > 0
+  if layout.block_bodies:
+    problem = {**problem, "block": body_block.prepare(problem, layout.block_bodies)}
   problem = {**problem, "free_velocity": free_velocity,
              "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
                                    0.0).astype(dtype)}

@@ -79,12 +79,3 @@ def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
     numeric = jax.vmap(jax.jacfwd(
         lambda p, m: body_block.project_to_cone(p[None], m[None])[0][0]))(points, mu)
     np.testing.assert_allclose(jacobian, np.asarray(numeric), atol=1e-12)
-
-
-def test_inverse6_inverts_symmetric_positive_definite_matrices():
-  rng = np.random.default_rng(1)
-  with jax.enable_x64(True):
-    a = rng.normal(size=(50, 6, 6))
-    spd = a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(6)
-    np.testing.assert_allclose(np.asarray(body_block.inverse6(jnp.asarray(spd))),
-                               np.linalg.inv(spd), rtol=1e-9, atol=1e-9)
