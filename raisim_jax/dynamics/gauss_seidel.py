@@ -7,9 +7,7 @@ others fixed and applies the impulse change to the bodies at once:
     c'_i = v_i(u) - G_ii lambda_i,   lambda_i <- local_solve(G_ii, c'_i),   u += W_i d lambda_i
 with v_i the row's contact-frame relative velocity (`row_velocity`) and u the carried
 velocities (single bodies' linear (n, 3) and angular (n, 3), the systems' stacked generalized
-velocity (NV,)). Before each sweep, the bodies that rest only on static bodies solve their
-contact rows as one block (`body_block`: redundant corner contacts, which per-contact sweeps
-leave creeping when friction is near its limit).
+velocity (NV,)).
 
 Derivatives: with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
 whose converged ones are skipped (`batched_cond.run_where`), so forward and reverse mode both
@@ -28,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import batched_cond
-from raisim_jax.dynamics import body_block, contact_solver
+from raisim_jax.dynamics import contact_solver
 
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
@@ -48,8 +46,6 @@ class Layout(NamedTuple):
     iteration_capacity: trip count of the fixed-length sweep scans.
     early_exit: the primal iterates in a `while_loop` over the active rows (else a scan of
       `iteration_capacity` fixed-trip sweeps with converged ones skipped).
-    block_bodies: number of single bodies when the rigid-body block correction
-      (`body_block`) runs before each sweep, 0 when it is off.
   """
   rows: int
   has_singles: bool
@@ -58,7 +54,6 @@ class Layout(NamedTuple):
   num_pins: int
   iteration_capacity: int
   early_exit: bool
-  block_bodies: int = 0
 
 
 def row_velocity(layout, problem, velocity, i):
@@ -215,30 +210,11 @@ def _with_rounding(layout, problem, impulses):
   return {**problem, "velocity_magnitude": magnitude}
 
 
-def _block_step(layout, problem, velocity, impulses):
-  """(velocity, impulses, largest impulse change) after the rigid-body block correction
-  (skipped, under vmap for the whole batch, when no body has redundant static contacts)."""
-  zero = jnp.zeros((), impulses.dtype)
-  if not layout.block_bodies:
-    return velocity, impulses, zero
-
-  def correct(carry):
-    velocity, impulses, _ = carry
-    delta = body_block.correction(problem["block"], problem,
-                                  rows_velocity(layout, problem, velocity), impulses,
-                                  layout.block_bodies)
-    return (apply_all(layout, problem, velocity, delta), impulses + delta,
-            jnp.max(jnp.abs(delta)))
-
-  return batched_cond.run_where(problem["block"]["any"], correct, (velocity, impulses, zero))
-
-
 def _fixed_sweep(layout, problem, carry):
   """One sweep with a fixed trip count (reverse-mode transposable): chunks of ROW_CHUNK
   positions, a chunk past the active rows skipped (under vmap: past every world's).
   carry: (velocity, impulses, change, sweeps)."""
   velocity, impulses, _, sweeps = carry
-  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses)
   problem = _with_rounding(layout, problem, impulses)
   num_active, row_at = _order(layout, problem)
 
@@ -254,19 +230,18 @@ def _fixed_sweep(layout, problem, carry):
                         dtype=np.int32).reshape(-1, ROW_CHUNK)
   dtype = impulses.dtype
   (velocity, impulses, change), _ = jax.lax.scan(
-      chunk, (velocity, impulses, block_change.astype(dtype)), jnp.asarray(positions))
+      chunk, (velocity, impulses, jnp.zeros((), dtype)), jnp.asarray(positions))
   return velocity, impulses, change, sweeps + 1
 
 
 def _active_sweep(layout, problem, carry):
   """One sweep over exactly the active rows (dynamic trip count: forward only)."""
   velocity, impulses, _, sweeps = carry
-  velocity, impulses, block_change = _block_step(layout, problem, velocity, impulses)
   problem = _with_rounding(layout, problem, impulses)
   num_active, row_at = _order(layout, problem)
   velocity, impulses, change = jax.lax.fori_loop(
       0, num_active, lambda k, inner: _visit(layout, problem, inner, row_at(k)),
-      (velocity, impulses, block_change))
+      (velocity, impulses, jnp.zeros((), impulses.dtype)))
   return velocity, impulses, change, sweeps + 1
 
 
@@ -313,8 +288,6 @@ def solve(layout, problem, free_velocity, impulse0):
   # sweep counts as progress whenever it changed any impulse (gradient checks use this to
   # keep the iteration count the same for nearby inputs).
   floors_on = problem["threshold"] > 0
-  if layout.block_bodies:
-    problem = {**problem, "block": body_block.prepare(problem, layout.block_bodies)}
   problem = {**problem, "free_velocity": free_velocity,
              "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
                                    0.0).astype(dtype)}
