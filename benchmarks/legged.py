@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import raisim_jax as rj  # noqa: E402
 from raisim_jax.collision import detection  # noqa: E402
+from benchmarks import timing  # noqa: E402
 from tests.legged import scenarios  # noqa: E402
 
 STEPS = 100
@@ -38,27 +39,13 @@ def _compiled(fn, state, batch):
   select), vmapped over `batch` copies otherwise."""
   if batch == 1:
     return jax.jit(fn), state
-  states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
-  return jax.jit(jax.vmap(fn)), states
-
-
-def _timed(run, inputs, repeats):
-  """(seconds of the first call (compile included), best seconds of `repeats` later calls)."""
-  start = time.perf_counter()
-  jax.block_until_ready(run(inputs))
-  first = time.perf_counter() - start
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(run(inputs))
-    best = min(best, time.perf_counter() - start)
-  return first, best
+  return jax.jit(jax.vmap(fn)), rj.batching.replicate(state, batch)
 
 
 def measure(model, state, batch, steps=STEPS):
   """(env-steps/s, compile seconds) of `steps` steps of `batch` standing robots."""
   run, inputs = _compiled(lambda s: rj.rollout(model, s, steps)[0], state, batch)
-  compile_seconds, best = _timed(run, inputs, 3)
+  compile_seconds, best = timing.timed(run, inputs, 3)
   return batch * steps / best, compile_seconds
 
 
@@ -80,7 +67,7 @@ def detection_ms(model, state, batch, steps=STEPS):
     run_detect = jax.jit(jax.vmap(detect_along, in_axes=1))
     states = jax.tree.map(lambda x: jnp.broadcast_to(x[:, None], (x.shape[0], batch) + x.shape[1:]),
                           trajectory)
-  return 1e3 * _timed(run_detect, states, 3)[1] / steps
+  return 1e3 * timing.timed(run_detect, states, 3)[1] / steps
 
 
 def mujoco_setup(robot_name):

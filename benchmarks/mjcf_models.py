@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import warnings
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
@@ -30,6 +29,7 @@ import jax.numpy as jnp  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import raisim_jax as rj  # noqa: E402
+from benchmarks import timing  # noqa: E402
 
 MODELS = {"hopper": "hopper.xml", "ant": "ant.xml", "humanoid": "humanoid.xml"}
 
@@ -41,23 +41,6 @@ def model_path(name):
                       MODELS[name])
 
 
-def _batched(tree, batch):
-  return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), tree)
-
-
-def _time(run, states, repeats=2):
-  """(first call seconds: trace + compile + one run, best later call seconds)."""
-  start = time.perf_counter()
-  jax.block_until_ready(run(states))
-  first = time.perf_counter() - start
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(run(states))
-    best = min(best, time.perf_counter() - start)
-  return first, best
-
-
 def ours(name, batch, steps):
   """(world-steps/s, compile s, time step) of raisim_jax on Gymnasium's `name`."""
   with warnings.catch_warnings():
@@ -66,7 +49,7 @@ def ours(name, batch, steps):
   world.setContactSolverDifferentiable(False)
   model, state = world.compile()
   run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, steps)[0]))
-  first, best = _time(run, _batched(state, batch))
+  first, best = timing.timed(run, rj.batching.replicate(state, batch), repeats=2)
   return batch * steps / best, first - best, float(world.getTimeStep())
 
 
@@ -82,7 +65,7 @@ def mjx_rate(name, batch, steps, rl_settings):
   step = jax.vmap(mjx.step, in_axes=(None, 0))
   run = jax.jit(lambda d: jax.lax.scan(lambda c, _: (step(device_model, c), None), d, None,
                                        length=steps)[0])
-  first, best = _time(run, _batched(data, batch))
+  first, best = timing.timed(run, rj.batching.replicate(data, batch), repeats=2)
   return batch * steps / best, first - best, float(mj_model.opt.timestep)
 
 
