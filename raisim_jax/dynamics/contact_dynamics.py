@@ -318,12 +318,15 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   if has_singles:
     problem.update(index_a=index_a, index_b=index_b, weight_a=weight_a, weight_b=weight_b,
                    r_a=r_a, r_b=r_b, inv_mass=inv_mass, inv_inertia=inv_inertia)
+    problem.update(_block_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b,
+                               rows))
   if has_systems:
     problem.update(jac=jac, inverse_jt=inverse_jt)
   layout = gauss_seidel.Layout(rows=rows, has_singles=has_singles, has_systems=has_systems,
                                num_limits=num_limits, num_pins=num_pins,
                                iteration_capacity=model.solver.iteration_capacity,
-                               early_exit=not model.solver.differentiable)
+                               early_exit=not model.solver.differentiable,
+                               block_bodies=n if has_singles else 0)
   relative_c = gauss_seidel.rows_velocity(
       layout, problem, (state.bodies.linear_velocity, state.bodies.angular_velocity,
                         generalized_start if has_systems else no_generalized))[:capacity]
@@ -403,6 +406,22 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                          joint_limits=limit_state, pins=pin_state, iterations=iterations,
                          body_displacement=body_displacement,
                          generalized_displacement=generalized_displacement)
+
+
+def _block_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b, rows):
+  """`block_body` (R,) int32 and `block_sign` (R,) of the rigid-body block correction
+  (dynamics/body_block.py): the dynamic single body of each contact between a dynamic and a
+  static or kinematic single body (n for every other row), and +1 where it is side A."""
+  mobile_a = single_a & (inv_mass[jnp.minimum(body_a, n - 1)] > 0)
+  mobile_b = single_b & (inv_mass[jnp.minimum(body_b, n - 1)] > 0)
+  a_moves = active_c & mobile_a & single_b & ~mobile_b
+  b_moves = active_c & mobile_b & single_a & ~mobile_a
+  body = jnp.where(a_moves, body_a, jnp.where(b_moves, body_b, n)).astype(jnp.int32)
+  extra = rows - body.shape[0]
+  body = jnp.concatenate([body, jnp.full((extra,), n, jnp.int32)])
+  sign = jnp.concatenate([jnp.where(b_moves, -1.0, 1.0).astype(inv_mass.dtype),
+                          jnp.ones((extra,), inv_mass.dtype)])
+  return dict(block_body=body, block_sign=sign)
 
 
 def contact_target(depth, dt, bounce, free_approach_speed):

@@ -1,0 +1,90 @@
+"""Static friction holds a pushed box exactly (#9 item 4), and the rigid-body block correction
+behind it (dynamics/body_block.py) is a Euclidean projection onto the friction cones.
+
+Oracle: Coulomb's law for a rigid box on flat ground. Below mu m g a horizontal push at the
+COM leaves the box at rest; above it the box accelerates at (F - mu m g) / m."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+from raisim_jax.dynamics import body_block
+
+GRAVITY = 9.81
+DT = 1e-3
+
+
+def _pushed_box(mu):
+  world = rj.World()
+  world.setTimeStep(DT)
+  world.addGround(material="ground")
+  world.setMaterialPairProp("ground", "box", mu, 0.0, 0.0)
+  world.addBox(0.5, 0.5, 0.2, 1.0, material="box").setPosition(0, 0, 0.1)
+  model, state = world.compile()
+  settled = jax.jit(lambda s: rj.rollout(model, s, 500)[0])(state)
+  return model, settled
+
+
+def _push(model, state, force, seconds):
+  """(positions (steps, 3), velocities (steps, 3)) of the box under a constant push along x."""
+  zeros = rj.Control.zeros(model)
+  control = rj.Control(body_force=zeros.body_force.at[1, 0].set(force),
+                       body_torque=zeros.body_torque)
+
+  @jax.jit
+  def run(state):
+    def body(s, _):
+      s = rj.step(model, s, control)
+      return s, (s.bodies.position[1], s.bodies.linear_velocity[1])
+    return jax.lax.scan(body, state, None, length=int(round(seconds / DT)))[1]
+
+  return tuple(np.asarray(x) for x in run(state))
+
+
+@pytest.mark.parametrize("mu, fraction", [(0.5, 0.99), (0.9, 0.999)])
+def test_box_pushed_below_the_friction_limit_stays_put_for_10_seconds(mu, fraction):
+  model, state = _pushed_box(mu)
+  position, _ = _push(model, state, fraction * mu * GRAVITY, 10.0)
+  drift = np.abs(position - np.asarray(state.bodies.position[1])).max()
+  assert drift < 1e-9, drift       # was 5e-7 m (mu 0.5) before the block correction
+
+
+def test_box_pushed_above_the_friction_limit_slides_at_coulombs_acceleration():
+  mu = 0.5
+  model, state = _pushed_box(mu)
+  force = 1.01 * mu * GRAVITY
+  _, velocity = _push(model, state, force, 1.0)
+  expected = (force - mu * GRAVITY) * 1.0          # m = 1 kg, after 1 s
+  np.testing.assert_allclose(velocity[-1, 0], expected, rtol=2e-3)
+  np.testing.assert_allclose(velocity[-1, 1:], 0.0, atol=1e-7)   # solver tolerance
+
+
+def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
+  rng = np.random.default_rng(0)
+  with jax.enable_x64(True):
+    points = jnp.asarray(rng.normal(size=(400, 3)))
+    mu = jnp.asarray(rng.uniform(0.1, 1.5, size=400))
+    projected, jacobian = body_block.project_to_cone(points, mu)
+    projected, jacobian = np.asarray(projected), np.asarray(jacobian)
+    tangential = np.linalg.norm(projected[:, :2], axis=1)
+    assert np.all(tangential <= np.asarray(mu) * projected[:, 2] + 1e-12)    # in the cone
+    # Nearest point of a convex cone: the residual is orthogonal to the projection and lies
+    # in the polar cone (|r_t| <= -r_n / mu).
+    residual = np.asarray(points) - projected
+    np.testing.assert_allclose(np.sum(residual * projected, axis=1), 0.0, atol=1e-12)
+    assert np.all(np.asarray(mu) * np.linalg.norm(residual[:, :2], axis=1)
+                  <= -residual[:, 2] + 1e-12)
+    numeric = jax.vmap(jax.jacfwd(
+        lambda p, m: body_block.project_to_cone(p[None], m[None])[0][0]))(points, mu)
+    np.testing.assert_allclose(jacobian, np.asarray(numeric), atol=1e-12)
+
+
+def test_inverse6_inverts_symmetric_positive_definite_matrices():
+  rng = np.random.default_rng(1)
+  with jax.enable_x64(True):
+    a = rng.normal(size=(50, 6, 6))
+    spd = a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(6)
+    np.testing.assert_allclose(np.asarray(body_block.inverse6(jnp.asarray(spd))),
+                               np.linalg.inv(spd), rtol=1e-9, atol=1e-9)
