@@ -61,6 +61,35 @@ def test_box_pushed_above_the_friction_limit_slides_at_coulombs_acceleration():
   np.testing.assert_allclose(velocity[-1, 1:], 0.0, atol=1e-7)   # solver tolerance
 
 
+def test_batched_pushes_hold_or_slide_per_world_as_each_world_alone():
+  """vmap over the push force: the worlds below mu m g hold (block move taken), the one above
+  slides at Coulomb's acceleration, and each batched world equals its unbatched run."""
+  mu = 0.5
+  model, state = _pushed_box(mu)
+  fractions = np.asarray([0.5, 0.99, 0.999, 1.01])
+  zeros = rj.Control.zeros(model)
+
+  def run(state, force):
+    control = rj.Control(body_force=zeros.body_force.at[1, 0].set(force),
+                         body_torque=zeros.body_torque)
+    final = jax.lax.fori_loop(0, 1000, lambda _, s: rj.step(model, s, control), state)
+    return final.bodies.position[1], final.bodies.linear_velocity[1]
+
+  forces = jnp.asarray(fractions * mu * GRAVITY)
+  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(fractions),) + x.shape), state)
+  position, velocity = jax.jit(jax.vmap(run))(batch, forces)
+  start = np.asarray(state.bodies.position[1])
+  for i, fraction in enumerate(fractions):
+    if fraction < 1:
+      assert np.abs(np.asarray(position[i]) - start).max() < 1e-9, fraction
+    else:
+      expected = (fraction - 1.0) * mu * GRAVITY * 1.0      # m = 1 kg, after 1 s
+      np.testing.assert_allclose(velocity[i, 0], expected, rtol=2e-3)
+  one_position, one_velocity = jax.jit(run)(state, forces[2])
+  np.testing.assert_allclose(position[2], one_position, rtol=0, atol=1e-12)
+  np.testing.assert_allclose(velocity[2], one_velocity, rtol=0, atol=1e-12)
+
+
 def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
   rng = np.random.default_rng(0)
   with jax.enable_x64(True):
