@@ -15,7 +15,8 @@ kinematic single bodies tries the block move "all these rows stick":
 2. the impulses nearest the current ones that give that wrench and lie in the friction cones:
    lambda(nu) = Proj_K(lambda + A nu) with A^T lambda(nu) = w, solved for the 6 multipliers nu
    by `NEWTON_STEPS` semismooth Newton steps (the cones' projection is closed form);
-3. the body takes the move where its rows' velocity errors fall at least `CONTRACTION`-fold
+3. the body takes the move where that Newton solve converged (to sqrt(eps) of the wrench) and
+   its rows' velocity errors fall at least `CONTRACTION`-fold
    (a body that slides, an edge contact whose rows cannot hold all six motions, a wrench no
    impulses in the cones give: nothing happens, per-contact sweeps go on as before).
 The move only redistributes impulses among the rows of one body towards a solution of its
