@@ -27,11 +27,16 @@ def _pushed_box(mu):
   return model, settled
 
 
+def _push_control(model, force):
+  """Control pushing the box (body 1) along x with `force` N at its COM."""
+  zeros = rj.Control.zeros(model)
+  return rj.Control(body_force=zeros.body_force.at[1, 0].set(force),
+                    body_torque=zeros.body_torque)
+
+
 def _push(model, state, force, seconds):
   """(positions (steps, 3), velocities (steps, 3)) of the box under a constant push along x."""
-  zeros = rj.Control.zeros(model)
-  control = rj.Control(body_force=zeros.body_force.at[1, 0].set(force),
-                       body_torque=zeros.body_torque)
+  control = _push_control(model, force)
 
   @jax.jit
   def run(state):
@@ -67,16 +72,14 @@ def test_batched_pushes_hold_or_slide_per_world_as_each_world_alone():
   mu = 0.5
   model, state = _pushed_box(mu)
   fractions = np.asarray([0.5, 0.99, 0.999, 1.01])
-  zeros = rj.Control.zeros(model)
 
   def run(state, force):
-    control = rj.Control(body_force=zeros.body_force.at[1, 0].set(force),
-                         body_torque=zeros.body_torque)
+    control = _push_control(model, force)
     final = jax.lax.fori_loop(0, 1000, lambda _, s: rj.step(model, s, control), state)
     return final.bodies.position[1], final.bodies.linear_velocity[1]
 
   forces = jnp.asarray(fractions * mu * GRAVITY)
-  batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(fractions),) + x.shape), state)
+  batch = rj.batching.replicate(state, len(fractions))
   position, velocity = jax.jit(jax.vmap(run))(batch, forces)
   start = np.asarray(state.bodies.position[1])
   for i, fraction in enumerate(fractions):
