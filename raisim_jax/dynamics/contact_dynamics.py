@@ -318,7 +318,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   if has_singles:
     problem.update(index_a=index_a, index_b=index_b, weight_a=weight_a, weight_b=weight_b,
                    r_a=r_a, r_b=r_b, inv_mass=inv_mass, inv_inertia=inv_inertia)
-    problem.update(_block_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b,
+    problem.update(_island_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b,
                                rows))
   if has_systems:
     problem.update(jac=jac, inverse_jt=inverse_jt)
@@ -408,20 +408,19 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                          generalized_displacement=generalized_displacement)
 
 
-def _block_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b, rows):
-  """`block_body` (R,) int32 and `block_sign` (R,) of the rigid-body block correction
-  (dynamics/body_block.py): the dynamic single body of each contact between a dynamic and a
-  static or kinematic single body (n for every other row), and +1 where it is side A."""
+def _island_rows(n, inv_mass, active_c, single_a, single_b, body_a, body_b, rows):
+  """`island_body` (R, 2) int32 of the island block correction (dynamics/island_block.py):
+  for each active contact between two single bodies of which at least one is dynamic, the
+  dynamic body on side A and on side B (n where that side is static or kinematic); (n, n) for
+  every other row (contacts with links, joint limits, pins, inactive slots)."""
   mobile_a = single_a & (inv_mass[jnp.minimum(body_a, n - 1)] > 0)
   mobile_b = single_b & (inv_mass[jnp.minimum(body_b, n - 1)] > 0)
-  a_moves = active_c & mobile_a & single_b & ~mobile_b
-  b_moves = active_c & mobile_b & single_a & ~mobile_a
-  body = jnp.where(a_moves, body_a, jnp.where(b_moves, body_b, n)).astype(jnp.int32)
+  eligible = active_c & single_a & single_b & (mobile_a | mobile_b)
+  side_a = jnp.where(eligible & mobile_a, body_a, n)
+  side_b = jnp.where(eligible & mobile_b, body_b, n)
+  body = jnp.stack([side_a, side_b], axis=-1).astype(jnp.int32)
   extra = rows - body.shape[0]
-  body = jnp.concatenate([body, jnp.full((extra,), n, jnp.int32)])
-  sign = jnp.concatenate([jnp.where(b_moves, -1.0, 1.0).astype(inv_mass.dtype),
-                          jnp.ones((extra,), inv_mass.dtype)])
-  return dict(block_body=body, block_sign=sign)
+  return dict(island_body=jnp.concatenate([body, jnp.full((extra, 2), n, jnp.int32)]))
 
 
 def contact_target(depth, dt, bounce, free_approach_speed):

@@ -7,9 +7,10 @@ others fixed and applies the impulse change to the bodies at once:
     c'_i = v_i(u) - G_ii lambda_i,   lambda_i <- local_solve(G_ii, c'_i),   u += W_i d lambda_i
 with v_i the row's contact-frame relative velocity (`row_velocity`) and u the carried
 velocities (single bodies' linear (n, 3) and angular (n, 3), the systems' stacked generalized
-velocity (NV,)). When a solve is still going after BLOCK_SWEEP sweeps, the bodies that rest
-only on static bodies solve their contact rows as one block (`body_block`: redundant corner contacts, which per-contact sweeps
-leave creeping when friction is near its limit).
+velocity (NV,)). When a solve is still going after BLOCK_SWEEP sweeps, every island of single
+bodies (bodies connected by contacts, held by static ones) solves its contact rows as one
+block (`island_block`: redundant corner contacts and stacks, which per-contact sweeps leave
+creeping when friction is near its limit, or running to the sweep cap when masses differ).
 
 Derivatives: with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
 whose converged ones are skipped (`batched_cond.run_where`), so forward and reverse mode both
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import batched_cond
-from raisim_jax.dynamics import body_block, contact_solver
+from raisim_jax.dynamics import contact_solver, island_block
 
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
@@ -48,8 +49,8 @@ class Layout(NamedTuple):
     iteration_capacity: trip count of the fixed-length sweep scans.
     early_exit: the primal iterates in a `while_loop` over the active rows (else a scan of
       `iteration_capacity` fixed-trip sweeps with converged ones skipped).
-    block_bodies: number of single bodies when the rigid-body block correction
-      (`body_block`) is compiled in, 0 when it is off.
+    block_bodies: number of single bodies when the island block correction
+      (`island_block`) is compiled in, 0 when it is off.
   """
   rows: int
   has_singles: bool
@@ -215,35 +216,37 @@ def _with_rounding(layout, problem, impulses):
   return {**problem, "velocity_magnitude": magnitude}
 
 
-BLOCK_SWEEP = 4   # sweeps after which the rigid-body block correction runs, if still going
+BLOCK_SWEEP = 4   # sweeps after which the island block correction runs, if still going
 
 
 def _block_move(layout, problem, carry, when):
-  """carry (velocity, impulses, change, sweeps) after the rigid-body block correction, where
-  `when(carry)` holds (the solve is still going after BLOCK_SWEEP sweeps) and some body has at
-  least `body_block.MIN_ROWS` rows against static bodies (`body_block`: such a body's rows
-  couple to no other row, so one block move solves them). Elsewhere (under vmap: in the worlds
-  where) nothing happens, and when no world needs it the move is skipped: solves that
-  converge within BLOCK_SWEEP sweeps (a scene at rest without tangential load), a ball on the
-  ground (one row), robots (their contacts are with links). The carried `change` is kept: the
-  last sweep's change exceeded the tolerance, so at least one sweep follows the move.
+  """carry (velocity, impulses, change, sweeps) after the island block correction, where
+  `when(carry)` holds (the solve is still going after BLOCK_SWEEP sweeps) and some dynamic
+  body has at least `island_block.MIN_ROWS` contact rows with single bodies (`island_block`:
+  the rows of an island of single bodies couple to no other row, so one block move solves
+  them). Elsewhere (under vmap: in the worlds where) nothing happens, and when no world needs
+  it the move is skipped: solves that converge within BLOCK_SWEEP sweeps (a scene at rest
+  without tangential load), a ball on the ground (one row), robots (their contacts are with
+  links). The carried `change` is kept: the last sweep's change exceeded the tolerance, so at
+  least one sweep follows the move.
 
   Not from the start of every solve: run there, it cost 3x the whole step of 4 boxes and 4
   spheres at rest (batch 1,024: 17.4k -> 5.4k world-steps/s). Rematerialized in reverse mode:
-  what it stores is its inputs, not its intermediates (per-body 6x6 matrices, Newton steps).
+  what it stores is its inputs, not its intermediates (per-body 6x6 blocks, Newton steps,
+  conjugate-gradient iterations).
   """
   if not layout.block_bodies:
     return carry
 
   def correct(carry):
     velocity, impulses, change, sweeps = carry
-    block = body_block.prepare(problem, layout.block_bodies)
-    delta = body_block.correction(block, problem,
-                                  rows_velocity(layout, problem, velocity), impulses,
-                                  layout.block_bodies)
+    block = island_block.prepare(problem, layout.block_bodies)
+    delta = island_block.correction(block, problem,
+                                    rows_velocity(layout, problem, velocity), impulses,
+                                    layout.block_bodies)
     return apply_all(layout, problem, velocity, delta), impulses + delta, change, sweeps
 
-  candidates = body_block.has_candidates(problem, layout.block_bodies)
+  candidates = island_block.has_candidates(problem, layout.block_bodies)
   return batched_cond.run_where(candidates & when(carry), jax.checkpoint(correct), carry)
 
 

@@ -1,5 +1,5 @@
-"""Static friction holds a pushed box exactly (#9 item 4), and the rigid-body block correction
-behind it (dynamics/body_block.py) is a Euclidean projection onto the friction cones.
+"""Static friction holds a pushed box exactly (#9 item 4), and the island block correction
+behind it (dynamics/island_block.py) is a Euclidean projection onto the friction cones.
 
 Oracle: Coulomb's law for a rigid box on flat ground. Below mu m g a horizontal push at the
 COM leaves the box at rest; above it the box accelerates at (F - mu m g) / m."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax.dynamics import body_block
+from raisim_jax.dynamics import island_block
 
 GRAVITY = 9.81
 DT = 1e-3
@@ -98,7 +98,7 @@ def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
   with jax.enable_x64(True):
     points = jnp.asarray(rng.normal(size=(400, 3)))
     mu = jnp.asarray(rng.uniform(0.1, 1.5, size=400))
-    projected, jacobian = body_block.project_to_cone(points, mu)
+    projected, jacobian = island_block.project_to_cone(points, mu)
     projected, jacobian = np.asarray(projected), np.asarray(jacobian)
     tangential = np.linalg.norm(projected[:, :2], axis=1)
     assert np.all(tangential <= np.asarray(mu) * projected[:, 2] + 1e-12)    # in the cone
@@ -109,7 +109,7 @@ def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
     assert np.all(np.asarray(mu) * np.linalg.norm(residual[:, :2], axis=1)
                   <= -residual[:, 2] + 1e-12)
     numeric = jax.vmap(jax.jacfwd(
-        lambda p, m: body_block.project_to_cone(p[None], m[None])[0][0]))(points, mu)
+        lambda p, m: island_block.project_to_cone(p[None], m[None])[0][0]))(points, mu)
     np.testing.assert_allclose(jacobian, np.asarray(numeric), atol=1e-12)
 
 
@@ -118,5 +118,5 @@ def test_inverse6_inverts_symmetric_positive_definite_matrices():
   with jax.enable_x64(True):
     a = rng.normal(size=(50, 6, 6))
     spd = a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(6)
-    np.testing.assert_allclose(np.asarray(body_block.inverse6(jnp.asarray(spd))),
+    np.testing.assert_allclose(np.asarray(island_block.inverse6(jnp.asarray(spd))),
                                np.linalg.inv(spd), rtol=1e-9, atol=1e-9)
