@@ -18,8 +18,8 @@ tries the block move "all these rows stick":
    cones: lambda(nu) = Proj_K(lambda + A nu) with A^T lambda(nu) = w, solved for the 6N
    multipliers nu by `NEWTON_STEPS` semismooth Newton steps (the cones' projection is closed
    form);
-3. an island takes the move where that Newton solve converged (every body's wrench to sqrt(eps))
-   and its rows' velocity errors fall at least `CONTRACTION`-fold (an island that slides, an
+3. an island takes the move where that Newton solve converged (every body's wrench to sqrt(eps)
+   of the island's largest) and its rows' velocity errors fall at least `CONTRACTION`-fold (an island that slides, an
    edge contact whose rows cannot hold all six motions, a wrench no impulses in the cones give:
    nothing happens, per-contact sweeps go on as before).
 Both linear systems (A^T A and the Newton matrix A^T J A, J the projection's Jacobian) are
@@ -64,8 +64,6 @@ def inverse6(matrix):
   top = jnp.concatenate([upper_left, upper_right], axis=-1)
   bottom = jnp.concatenate([jnp.swapaxes(upper_right, -1, -2), s_inverse], axis=-1)
   return jnp.concatenate([top, bottom], axis=-2)
-
-
 
 
 def _mass_matrices(problem, num_bodies, dtype):
