@@ -85,3 +85,43 @@ def test_a_contact_no_body_can_act_on_gives_no_nan():
   for _ in range(10):
     world.integrate()
   assert np.all(np.isfinite(robot.getGeneralizedCoordinate()))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_coincident_spheres_among_padded_slots_give_the_exact_finite_gradient(dtype):
+  """Two spheres with the same centre: a zero-length normal (the narrowphase falls back to +z)
+  in a contact buffer whose other slots are padding. No gravity, so the contact impulses are
+  internal: the pair's momentum is conserved and its centre of mass moves at p / M whatever
+  the contact does, hence d x_com(T) / d v_a,x = m_a T / M exactly. Forward values and every
+  float leaf of the gradient w.r.t. the whole State (padded contact slots included) finite."""
+  world = rj.World(dtype=dtype)
+  world.setTimeStep(1e-3)
+  world.setGravity([0, 0, 0])
+  light, heavy = world.addSphere(0.1, 1.0), world.addSphere(0.1, 3.0)
+  for ball in (light, heavy):
+    ball.setPosition(0, 0, 1)
+  light.setVelocity(0.2, 0, 0, 0, 0, 0)
+  model, state = world.compile()
+  steps, total = 10, 4.0
+
+  def com_x(s):
+    final, _ = rj.rollout(model, s, steps)
+    return (1.0 * final.bodies.position[0, 0] + 3.0 * final.bodies.position[1, 0]) / total
+
+  final, _ = jax.jit(rj.rollout, static_argnums=2)(model, state, steps)
+  grads = jax.jit(jax.grad(com_x, allow_int=True))(state)
+  position = np.asarray(final.bodies.position[:2])
+  velocity = np.asarray(final.bodies.linear_velocity[:2])
+  assert np.all(np.isfinite(position)) and np.all(np.isfinite(velocity))
+  assert position[0, 2] != position[1, 2]          # pushed apart along the fallback normal
+  momentum = 1.0 * velocity[0] + 3.0 * velocity[1]
+  np.testing.assert_allclose(momentum, [0.2, 0, 0], atol=1e-12 if dtype == jnp.float64 else 1e-6)
+  for leaf in jax.tree.leaves(grads):
+    if leaf.dtype != jax.dtypes.float0:
+      assert np.all(np.isfinite(np.asarray(leaf)))
+  time = steps * 1e-3
+  rtol = 1e-12 if dtype == jnp.float64 else 1e-5
+  np.testing.assert_allclose(float(grads.bodies.linear_velocity[0, 0]), 1.0 * time / total,
+                             rtol=rtol)
+  np.testing.assert_allclose(float(grads.bodies.linear_velocity[1, 0]), 3.0 * time / total,
+                             rtol=rtol)

@@ -13,36 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import raisim_jax as rj
+from tests.fuzz.strategies import Numbers, damaged
 
 EXAMPLES = 40  # generated cases per CI run
-
-NASTY = ["nan", "inf", "-inf", "-1", "0", "1e300", "-1e-300", "abc", "", "1 2"]
-
-
-class Numbers:
-  """Draws attribute values for one case: a sensible value, or with probability `rate` (per
-  case: clean cases have 0) a nasty one."""
-
-  def __init__(self, draw):
-    self.draw = draw
-    self.rate = draw(st.sampled_from([0.0, 0.0, 0.02, 0.1]))
-
-  def nasty(self):
-    return self.draw(st.floats(0.0, 1.0)) < self.rate
-
-  def positive(self):
-    if self.nasty():
-      return self.draw(st.sampled_from(NASTY))
-    return f"{self.draw(st.floats(0.02, 2.0)):.4g}"
-
-  def signed(self):
-    if self.nasty():
-      return self.draw(st.sampled_from(NASTY))
-    return f"{self.draw(st.floats(-0.5, 0.5)):.4g}"
-
-  def pick(self, good, bad):
-    return self.draw(st.sampled_from(bad if self.nasty() else good))
-
 
 def geometry(n):
   kind = n.pick(["sphere", "box", "capsule", "cylinder", "none"], ["cone", "mesh"])
@@ -101,13 +74,7 @@ def robot(draw):
     if i:
       parts.append(joint(n, f"j{i}", f"l{draw(st.integers(0, i - 1))}", f"l{i}"))
   text = '<?xml version="1.0"?>\n<robot name="fuzz">\n' + "\n".join(parts) + "\n</robot>\n"
-  damage = draw(st.sampled_from(["none"] * 6 + ["truncate", "garble"]))
-  if damage == "truncate":
-    text = text[:draw(st.integers(1, len(text) - 1))]
-  elif damage == "garble":
-    at = draw(st.integers(0, len(text) - 1))
-    text = text[:at] + draw(st.sampled_from(['"', "<", ">", "/", "\x00", "="])) + text[at + 1:]
-  return text
+  return damaged(draw, text)
 
 
 OUTCOMES = {"stepped": 0, "rejected": 0, "diverged": 0}
