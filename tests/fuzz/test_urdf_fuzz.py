@@ -8,14 +8,13 @@ import re
 import warnings
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import raisim_jax as rj
-from tests.fuzz.strategies import Numbers, damaged
+from tests.fuzz.strategies import (FUZZ, Numbers, assert_every_outcome, damaged,
+                                   stepped_or_diverged)
 
-EXAMPLES = 40  # generated cases per CI run
 
 def geometry(n):
   kind = n.pick(["sphere", "box", "capsule", "cylinder", "none"], ["cone", "mesh"])
@@ -80,8 +79,7 @@ def robot(draw):
 OUTCOMES = {"stepped": 0, "rejected": 0, "diverged": 0}
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@FUZZ
 @given(text=robot())
 def test_random_urdf_builds_a_finite_world_or_raises_a_located_error(text):
   world = rj.World()
@@ -96,14 +94,7 @@ def test_random_urdf_builds_a_finite_world_or_raises_a_located_error(text):
     OUTCOMES["rejected"] += 1
     return
   gc = robot_view.getGeneralizedCoordinate()
-  try:
-    with warnings.catch_warnings():
-      warnings.simplefilter("ignore")
-      for _ in range(100):
-        world.integrate()
-  except rj.DivergenceError as error:
-    assert "object 'fuzz" in str(error) or "object '" in str(error)
-    OUTCOMES["diverged"] += 1
+  if not stepped_or_diverged(world, OUTCOMES):
     return
   assert gc.shape == robot_view.getGeneralizedCoordinate().shape
   assert np.all(np.isfinite(robot_view.getGeneralizedCoordinate()))
@@ -113,7 +104,4 @@ def test_random_urdf_builds_a_finite_world_or_raises_a_located_error(text):
 
 def test_the_fuzzer_reached_every_outcome_it_should():
   """Runs after the property (file order): the generated cases must not all be rejected."""
-  if sum(OUTCOMES.values()) == 0:
-    pytest.skip("run together with the property test")
-  print("urdf fuzz outcomes:", OUTCOMES)
-  assert OUTCOMES["stepped"] > 0 and OUTCOMES["rejected"] > 0
+  assert_every_outcome(OUTCOMES, "urdf")

@@ -12,15 +12,15 @@ import tempfile
 import warnings
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import raisim_jax as rj
-from tests.fuzz.strategies import Numbers, damaged
+from tests.fuzz.strategies import (FUZZ, Numbers, assert_every_outcome, damaged,
+                                   stepped_or_diverged)
 
-EXAMPLES = 40  # generated cases per CI run
-PENDULUM = os.path.abspath("rsc/urdf/pendulum.urdf")
+PENDULUM = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf",
+                                        "pendulum.urdf"))
 MATERIALS = ["steel", "rubber", "copper"]
 
 
@@ -142,8 +142,7 @@ def _body_states(world):
       yield obj.getAngularVelocity()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@FUZZ
 @given(text=world_file())
 def test_random_world_file_builds_a_finite_world_or_raises_a_located_error(text):
   with tempfile.TemporaryDirectory() as directory:
@@ -158,14 +157,7 @@ def test_random_world_file_builds_a_finite_world_or_raises_a_located_error(text)
       assert re.search(r"fuzz\.xml.*line \d+", str(error)), str(error)
       OUTCOMES["rejected"] += 1
       return
-  try:
-    with warnings.catch_warnings():
-      warnings.simplefilter("ignore")
-      for _ in range(100):
-        world.integrate()
-  except rj.DivergenceError as error:
-    assert "object '" in str(error), str(error)
-    OUTCOMES["diverged"] += 1
+  if not stepped_or_diverged(world, OUTCOMES):
     return
   assert all(np.all(np.isfinite(x)) for x in _body_states(world))
   OUTCOMES["stepped"] += 1
@@ -173,7 +165,4 @@ def test_random_world_file_builds_a_finite_world_or_raises_a_located_error(text)
 
 def test_the_fuzzer_reached_every_outcome_it_should():
   """Runs after the property (file order): the generated cases must not all be rejected."""
-  if sum(OUTCOMES.values()) == 0:
-    pytest.skip("run together with the property test")
-  print("world xml fuzz outcomes:", OUTCOMES)
-  assert OUTCOMES["stepped"] > 0 and OUTCOMES["rejected"] > 0
+  assert_every_outcome(OUTCOMES, "world xml")
