@@ -17,7 +17,6 @@ import json
 import os
 import re
 import sys
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
@@ -34,17 +33,9 @@ from tests.legged import scenarios  # noqa: E402
 STEPS = 100
 
 
-def _compiled(fn, state, batch):
-  """(jitted fn, its input): fn on one state for batch 1 (no vmap: under vmap every cond is a
-  select), vmapped over `batch` copies otherwise."""
-  if batch == 1:
-    return jax.jit(fn), state
-  return jax.jit(jax.vmap(fn)), rj.batching.replicate(state, batch)
-
-
 def measure(model, state, batch, steps=STEPS):
   """(env-steps/s, compile seconds) of `steps` steps of `batch` standing robots."""
-  run, inputs = _compiled(lambda s: rj.rollout(model, s, steps)[0], state, batch)
+  run, inputs = timing.batched(lambda s: rj.rollout(model, s, steps)[0], state, batch)
   compile_seconds, best = timing.timed(run, inputs, 3)
   return batch * steps / best, compile_seconds
 
@@ -103,21 +94,10 @@ def mujoco_setup(robot_name):
   return model, state, nominal, float(data.qpos[2])
 
 
-def measure_mujoco(setup, batch, steps=STEPS, threads=2):
-  """env-steps/s of mujoco.rollout over `batch` copies, `threads` MjData."""
-  import mujoco
-  from mujoco import rollout
+def measure_mujoco(setup, batch, steps=STEPS):
+  """env-steps/s of mujoco.rollout over `batch` copies, 2 threads."""
   model, state, control, _ = setup
-  datas = [mujoco.MjData(model) for _ in range(threads)]
-  initial = np.tile(state, (batch, 1))
-  controls = np.tile(control, (batch, steps, 1))
-  rollout.rollout(model, datas, initial, controls)
-  best = float("inf")
-  for _ in range(3):
-    start = time.perf_counter()
-    rollout.rollout(model, datas, initial, controls)
-    best = min(best, time.perf_counter() - start)
-  return batch * steps / best
+  return timing.mujoco_rollout_rate(model, state, control, batch, steps)
 
 
 def main():

@@ -28,3 +28,25 @@ def test_mjcf_models_against_mjx_quick(tmp_path):
     assert np.isfinite(row[key]) and row[key] > 0, key
   assert np.isclose(row["ratio_vs_mjx_rl"], row["ours"] / row["mjx_rl"])
   assert json.loads(out.read_text())["rows"] == rows
+
+
+def test_scenes_against_mujoco_quick(tmp_path):
+  """The 9-body scenes and the sphere pile in both engines: rates, compile times, memory per
+  world and per-call latencies positive and finite, the ratios their quotients, MuJoCo's
+  contact count equal to ours on the resting scene (4 box corners x 4 + 4 spheres), the JSON
+  the rows."""
+  out = tmp_path / "scenes.json"
+  rows = _load("scenes").main(["--quick", "--json", str(out)])
+  batched = [r for r in rows if "ours" in r]
+  latency = [r for r in rows if "oo_integrate_us" in r]
+  assert [r["scene"] for r in batched] == ["falling", "resting", "pile"]
+  assert [r["scene"] for r in latency] == ["falling", "resting", "pile"]
+  for row in batched:
+    for key in ("ours", "ours_compile_s", "bytes_per_world", "mujoco_c"):
+      assert np.isfinite(row[key]) and row[key] > 0, key
+    assert np.isclose(row["ratio"], row["ours"] / row["mujoco_c"])
+  for row in latency:
+    assert np.isclose(row["mj_step_ratio"], row["oo_integrate_us"] / row["mj_step_us"])
+  resting = latency[1]
+  assert resting["oo_contacts"] == resting["mujoco_contacts"] == 20
+  assert json.loads(out.read_text())["rows"] == rows
