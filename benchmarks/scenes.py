@@ -1,7 +1,8 @@
 """Single-body scenes in raisim_jax and MuJoCo C side by side (issue #12 item 5): the 9-body
 scene (4 boxes and 4 spheres over the ground, falling from 2 m or resting) and a pile of 216
-spheres (r 0.1 m, a 6 x 6 x 6 grid dropped onto the ground), same bodies, masses, friction
-and time step (1 ms) in both engines.
+spheres (r 0.1 m, a 6 x 6 x 6 grid dropped onto the ground and measured after it settled for
+`--pile-settle` seconds in each engine), same bodies, masses, friction and time step (1 ms) in
+both engines.
 
 For each scene and batch: raisim_jax's pure step (float32, `setContactSolverDifferentiable(False)`:
 the batched while-loop solver) in world-steps/s, its compile seconds and its peak memory per
@@ -59,7 +60,8 @@ def world_of(scene, dtype=jnp.float64):
   return world
 
 
-def mujoco_model(scene):
+def mujoco_model(scene, settle_steps=0):
+  """(MjModel, MjData, full-physics state) of `scene` after `settle_steps` steps."""
   import mujoco
   geoms = []
   for kind, size, mass, position in bodies(scene):
@@ -71,17 +73,26 @@ def mujoco_model(scene):
          f'friction="{FRICTION} 0.005 0.0001"/>{"".join(geoms)}</worldbody></mujoco>')
   model = mujoco.MjModel.from_xml_string(xml)
   data = mujoco.MjData(model)
+  for _ in range(settle_steps):
+    mujoco.mj_step(model, data)
   kind = mujoco.mjtState.mjSTATE_FULLPHYSICS
   state = np.empty(mujoco.mj_stateSize(model, kind))
   mujoco.mj_getState(model, data, state, kind)
   return model, data, state
 
 
-def ours_batched(scene, batch, steps):
-  """(world-steps/s, compile s, bytes per world, active contacts at the end of world 0)."""
+def settled(scene, settle_steps):
+  """(Model, State) of `scene` in float32 (forward-only solver) after `settle_steps` steps."""
   world = world_of(scene, jnp.float32)
   world.setContactSolverDifferentiable(False)
   model, state = world.compile()
+  if settle_steps:
+    state = jax.jit(rj.rollout, static_argnums=2)(model, state, settle_steps)[0]
+  return model, state
+
+
+def ours_batched(model, state, batch, steps):
+  """(world-steps/s, compile s, bytes per world, active contacts at the end of world 0)."""
   run, inputs = timing.batched(lambda s: rj.rollout(model, s, steps)[0], state, batch)
   start = time.perf_counter()
   compiled = run.lower(inputs).compile()
@@ -94,10 +105,15 @@ def ours_batched(scene, batch, steps):
   return batch * steps / best, compile_seconds, per_world, int(active[0].sum())
 
 
-def ours_integrate_us(scene, calls):
-  """(microseconds per OO `World.integrate()` call (float64) after the first (compiling) one,
-  contacts after the calls)."""
+def ours_integrate_us(scene, state, calls):
+  """(microseconds per OO `World.integrate()` call (float64) from the bodies' poses and
+  velocities in `state` after the first (compiling) call, contacts after the calls)."""
   world = world_of(scene)
+  for k, body in enumerate(world.getObjList()[1:], start=1):
+    body.setPosition(*np.asarray(state.bodies.position[k], np.float64))
+    body.setOrientation(*np.asarray(state.bodies.quaternion[k], np.float64))
+    body.setVelocity(*np.asarray(state.bodies.linear_velocity[k], np.float64),
+                     *np.asarray(state.bodies.angular_velocity[k], np.float64))
   world.integrate()
   start = time.perf_counter()
   for _ in range(calls):
@@ -120,6 +136,8 @@ def main(argv=None):
   parser.add_argument("--scenes", default="falling,resting,pile")
   parser.add_argument("--batches", default="1,64,1024")
   parser.add_argument("--pile-batches", default="1")
+  parser.add_argument("--pile-settle", type=float, default=1.0,
+                      help="seconds the pile falls and settles before it is measured")
   parser.add_argument("--steps", type=int, default=100)
   parser.add_argument("--calls", type=int, default=1000, help="OO integrate / mj_step calls")
   parser.add_argument("--json", default="")
@@ -128,6 +146,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   if args.quick:
     args.batches, args.pile_batches, args.steps, args.calls = "2", "2", 5, 20
+    args.pile_settle = 0.0
   try:
     import mujoco
   except ImportError:
@@ -139,10 +158,12 @@ def main(argv=None):
   print("|---|---|---|---|---|---|---|")
   rows = []
   for scene in args.scenes.split(","):
-    setup = mujoco_model(scene) if mujoco else None
+    settle = round(args.pile_settle / 1e-3) if scene == "pile" else 0
+    setup = mujoco_model(scene, settle) if mujoco else None
+    model, state = settled(scene, settle)
     batches = args.pile_batches if scene == "pile" else args.batches
     for batch in [int(b) for b in batches.split(",")]:
-      ours, compile_seconds, per_world, contacts = ours_batched(scene, batch, args.steps)
+      ours, compile_seconds, per_world, contacts = ours_batched(model, state, batch, args.steps)
       row = dict(scene=scene, batch=batch, ours=ours, ours_compile_s=compile_seconds,
                  bytes_per_world=per_world, contacts=contacts)
       theirs = ratio = float("nan")
@@ -154,7 +175,7 @@ def main(argv=None):
       print(f"| {scene} | {batch:,} | {ours:,.0f} ({compile_seconds:.1f}) | {theirs:,.0f} | "
             f"{ratio:.3f} | {per_world / 1024:,.0f} KiB | {contacts} |", flush=True)
     calls = max(1, args.calls // 20) if scene == "pile" else args.calls
-    integrate, ours_contacts = ours_integrate_us(scene, calls)
+    integrate, ours_contacts = ours_integrate_us(scene, state, calls)
     row = dict(scene=scene, batch=1, oo_integrate_us=integrate, oo_contacts=ours_contacts)
     line = (f"  {scene}, {calls + 1} steps: OO integrate() {integrate:,.0f} us per call "
             f"(float64, {ours_contacts} contacts)")
