@@ -3,8 +3,16 @@
 Every test runs by default, CI included: long simulations and oracle sweeps carry the `slow`
 marker only so that a quick local run can leave them out with `-m "not slow"`."""
 
+import os
+
 import jax
 import pytest
+
+# Opt-in experiment (RAISIM_JAX_TEST_PIN=1): each xdist worker on its own core from start-up,
+# so XLA sizes its pools to one core and two workers' step executions stop thrashing.
+if os.environ.get("RAISIM_JAX_TEST_PIN") == "1" and os.environ.get("PYTEST_XDIST_WORKER"):
+  _cores = sorted(os.sched_getaffinity(0))
+  os.sched_setaffinity(0, {_cores[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_cores)]})
 
 jax.config.update("jax_enable_x64", True)
 
