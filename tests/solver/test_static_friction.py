@@ -120,3 +120,64 @@ def test_inverse6_inverts_symmetric_positive_definite_matrices():
     spd = a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(6)
     np.testing.assert_allclose(np.asarray(island_block.inverse6(jnp.asarray(spd))),
                                np.linalg.inv(spd), rtol=1e-9, atol=1e-9)
+
+
+def _random_island(rng, num_bodies, rows, static_share, dtype=np.float64):
+  """side_body (R, 2), side_twist (R, 2, 3, 6) of random rows (side b static with
+  probability `static_share`) and the dense (A^T A + r) of `_Operators.solve` (identity W)."""
+  side_body = rng.integers(0, num_bodies, size=(rows, 2))
+  side_body[:, 1] = np.where(rng.random(rows) < static_share, num_bodies, side_body[:, 1])
+  side_twist = rng.normal(size=(rows, 2, 3, 6)).astype(dtype).astype(np.float64)
+  side_twist[:, 1] *= (side_body[:, 1] < num_bodies)[:, None, None]
+  dense = np.zeros((3 * rows, 6 * (num_bodies + 1)))
+  for r in range(rows):
+    for side in range(2):
+      body = side_body[r, side]
+      dense[3 * r:3 * r + 3, 6 * body:6 * body + 6] += side_twist[r, side]
+  return side_body, side_twist, dense.T @ dense
+
+
+def _island_solve(side_body, side_twist, rhs, num_bodies, dtype):
+  ops = island_block._Operators(
+      dict(side_twist=jnp.asarray(side_twist, dtype), side_body=jnp.asarray(side_body),
+           label=jnp.zeros(num_bodies + 1, jnp.int32)), num_bodies)
+  weight = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (side_body.shape[0], 3, 3))
+  x, residual = ops.solve(weight, jnp.asarray(rhs, dtype))
+  return np.asarray(x, np.float64).reshape(-1), float(residual)
+
+
+def _regularized(normal, num_bodies, relative):
+  traces = [np.trace(normal[6 * b:6 * b + 6, 6 * b:6 * b + 6]) for b in range(num_bodies + 1)]
+  regularization = np.repeat([relative * (t if t > 0 else 1.0) for t in traces], 6)
+  regularization[-6:] = 1.0    # the dump slot
+  return normal + np.diag(regularization)
+
+
+def test_island_solve_matches_a_dense_solve_and_reports_its_residual():
+  """`_Operators.solve` (the island move's matrix-free CG) against numpy's dense solve of
+  (A^T A + r) x = b; the relative residual it reports against numpy's |(A^T A + r) x - b| / |b|
+  of the returned x. The move is skipped when the least-squares solve's residual exceeds
+  sqrt(eps): float32 islands whose solve cannot converge within CG_ITERATIONS steps."""
+  rng = np.random.default_rng(2)
+  num_bodies = 3
+  side_body, side_twist, normal = _random_island(rng, num_bodies, 24, 0.4)
+  rhs = rng.normal(size=(num_bodies + 1, 6))
+  rhs[num_bodies] = 0.0
+  system = _regularized(normal, num_bodies, 1e-12)
+  with jax.enable_x64(True):
+    x, residual = _island_solve(side_body, side_twist, rhs, num_bodies, jnp.float64)
+  np.testing.assert_allclose(x, np.linalg.solve(system, rhs.reshape(-1)), rtol=1e-9,
+                             atol=1e-12)
+  assert residual <= 1e-12
+
+  # 40 bodies in float32 with 50 rows between random pairs (under-determined: 240 unknowns,
+  # 150 equations, held by the 1e-6 regularization): 60 CG steps cannot converge.
+  num_bodies = 40
+  side_body, side_twist, normal = _random_island(rng, num_bodies, 50, 0.2, np.float32)
+  rhs = rng.normal(size=(num_bodies + 1, 6)).astype(np.float32).astype(np.float64)
+  rhs[num_bodies] = 0.0
+  system = _regularized(normal, num_bodies, 1e-6)
+  x, residual = _island_solve(side_body, side_twist, rhs, num_bodies, jnp.float32)
+  expected = np.linalg.norm(system @ x - rhs.reshape(-1)) / np.linalg.norm(rhs)
+  assert expected > np.sqrt(np.finfo(np.float32).eps)
+  np.testing.assert_allclose(residual, expected, rtol=1e-3)
