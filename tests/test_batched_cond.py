@@ -8,7 +8,9 @@ import pytest
 
 from raisim_jax import batched_cond
 
-ROWS = 37
+# 37 rows: one flat scan of 10 chunks; 1,000 rows: 250 chunks in groups
+# (batched_cond.GROUPED_FROM_CHUNKS), so both code paths are checked.
+ROW_COUNTS = (37, 1000)
 
 
 def row_fn(x, y):
@@ -19,11 +21,11 @@ def closed_form(x, y, mask):
   return np.where(mask, np.sin(x) * y, 0.0), np.where(mask, x > 0.7, False)
 
 
-@pytest.fixture
-def data():
+@pytest.fixture(params=ROW_COUNTS)
+def data(request):
   rng = np.random.default_rng(0)
-  x = rng.uniform(size=(5, ROWS))
-  y = rng.uniform(size=(5, ROWS))
+  x = rng.uniform(size=(5, request.param))
+  y = rng.uniform(size=(5, request.param))
   return x, y, x > 0.5
 
 
@@ -88,6 +90,11 @@ def test_masked_map_under_vmap_runs_only_chunks_with_a_survivor(data):
   mask[2, [3, 30]] = True                     # two survivors in one world: one chunk
   out = jax.block_until_ready(fn(mask, x, y))
   assert counter[0] == 5 * 4                  # the batch of 5 worlds x one chunk of 4 rows
+  np.testing.assert_allclose(out["value"], np.where(mask, np.sin(x) * y, 0.0), rtol=1e-6)
+  counter[0] = 0
+  mask[0, -9:] = True                         # nine more in another world: three chunks
+  out = jax.block_until_ready(fn(mask, x, y))
+  assert counter[0] == 5 * 4 * 3
   np.testing.assert_allclose(out["value"], np.where(mask, np.sin(x) * y, 0.0), rtol=1e-6)
 
 
