@@ -60,9 +60,9 @@ def masked_map(fn, mask, *args, chunk=4):
   skipped when no world of the batch has a survivor in it, so the cost is the batch size
   times the largest survivor count, not times R. From GROUPED_FROM_CHUNKS chunks on, they run
   in groups of about sqrt(R / chunk) (a scan over groups, a skipped group costing one
-  `cond`, of scans over their chunks): one flat scan over every chunk paid a `cond` per chunk even where all were
-  skipped, 8,160 of them for a pile of 216 spheres' 32,640 pairs (about 6 ms per step for
-  ~230 survivors).
+  `cond`, of scans over their chunks): one flat scan over every chunk paid a `cond` per
+  chunk even where all were skipped, 8,160 of them for a pile of 216 spheres' 32,640 pairs
+  (about 5 ms per step for ~230 survivors).
 
   Args:
     fn: function of one row of each argument, returning a pytree of arrays.

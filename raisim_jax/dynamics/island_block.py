@@ -219,32 +219,39 @@ class _Operators:
     return jax.ops.segment_sum(per_side.reshape(-1, 6, 6), self.body.reshape(-1),
                                num_segments=self.num_bodies + 1)
 
-  def solve(self, weight, rhs):
-    """(n + 1, 6) x with (A^T W A + r) x = rhs: conjugate gradients preconditioned by the
-    per-body blocks, r a relative regularization of each block's trace (the identity at the
-    dump slot and for bodies without rows, so the system stays positive definite); and
-    () |A^T W A x + r x - rhs| / |rhs|, the relative residual the solve reached (0 for a zero
-    right-hand side; not differentiated)."""
-    dtype = rhs.dtype
+  def _system(self, weight, dtype):
+    """(operator, preconditioner) of A^T W A + r: r a relative regularization of each
+    per-body block's trace (the identity at the dump slot and for bodies without rows, so
+    the system stays positive definite), the preconditioner the inverse per-body blocks."""
     blocks = self.diagonal_blocks(weight)
     scale = jnp.trace(blocks, axis1=-2, axis2=-1)
     regularization = _relative_regularization(dtype) * jnp.where(scale > 0, scale, 1.0)
     regularization = regularization.at[self.num_bodies].set(1.0)
     eye6 = jnp.eye(6, dtype=dtype)
-    preconditioner = inverse6(blocks + regularization[:, None, None] * eye6)
-    bmv = lambda m, x: jnp.einsum("bij,bj->bi", m, x)
+    inverse_blocks = inverse6(blocks + regularization[:, None, None] * eye6)
 
     def operator(x):
       return (self.bodies(jnp.einsum("rij,rj->ri", weight, self.rows(x)))
               + regularization[:, None] * x)
 
-    x = _conjugate_gradients(operator, rhs, lambda r: bmv(preconditioner, r))
+    return operator, lambda r: jnp.einsum("bij,bj->bi", inverse_blocks, r)
+
+  def solve(self, weight, rhs):
+    """(n + 1, 6) x with (A^T W A + r) x = rhs (`_system`) by preconditioned conjugate
+    gradients."""
+    operator, preconditioner = self._system(weight, rhs.dtype)
+    return _conjugate_gradients(operator, rhs, preconditioner)
+
+  def solve_with_residual(self, weight, rhs):
+    """`solve`'s x and () |A^T W A x + r x - rhs| / |rhs|, the relative residual it reached
+    (0 for a zero right-hand side; not differentiated)."""
+    operator, preconditioner = self._system(weight, rhs.dtype)
+    x = _conjugate_gradients(operator, rhs, preconditioner)
     x_value, rhs_value = jax.lax.stop_gradient((x, rhs))
     difference = operator(x_value) - rhs_value
     residual = jnp.sqrt(_dot(difference, difference))
     size = jnp.sqrt(_dot(rhs_value, rhs_value))
     return x, jnp.where(size > 0, residual / jnp.where(size > 0, size, 1.0), 0.0)
-
 
 def _dot(x, y):
   return jnp.sum(x * y)
@@ -304,7 +311,7 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
 
   error = row_velocity - problem["target"][:, None] * jnp.asarray([0.0, 0.0, 1.0], dtype)
   error = jnp.where(eligible[:, None], error, 0.0)
-  twist, twist_residual = ops.solve(identity, ops.bodies(error))
+  twist, twist_residual = ops.solve_with_residual(identity, ops.bodies(error))
   twist = -twist
   # The twist's CG did not converge (islands of spheres, whose spins about their contact
   # normals no row holds, are ill-conditioned in float32): the wrenches it asks for are not
@@ -321,7 +328,7 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     point, jac = project_to_cone(start + ops.rows(nu), mu)
     residual = ops.bodies(point) - wrench
     jac = jnp.where(eligible[:, None, None], jax.lax.stop_gradient(jac), 0.0)
-    step = nu - ops.solve(jac, residual)[0]
+    step = nu - ops.solve(jac, residual)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED

@@ -124,7 +124,7 @@ def test_inverse6_inverts_symmetric_positive_definite_matrices():
 
 def _random_island(rng, num_bodies, rows, static_share, dtype=np.float64):
   """side_body (R, 2), side_twist (R, 2, 3, 6) of random rows (side b static with
-  probability `static_share`) and the dense (A^T A + r) of `_Operators.solve` (identity W)."""
+  probability `static_share`) and the dense A^T A (identity W) of `_Operators._system`."""
   side_body = rng.integers(0, num_bodies, size=(rows, 2))
   side_body[:, 1] = np.where(rng.random(rows) < static_share, num_bodies, side_body[:, 1])
   side_twist = rng.normal(size=(rows, 2, 3, 6)).astype(dtype).astype(np.float64)
@@ -142,7 +142,7 @@ def _island_solve(side_body, side_twist, rhs, num_bodies, dtype):
       dict(side_twist=jnp.asarray(side_twist, dtype), side_body=jnp.asarray(side_body),
            label=jnp.zeros(num_bodies + 1, jnp.int32)), num_bodies)
   weight = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (side_body.shape[0], 3, 3))
-  x, residual = ops.solve(weight, jnp.asarray(rhs, dtype))
+  x, residual = ops.solve_with_residual(weight, jnp.asarray(rhs, dtype))
   return np.asarray(x, np.float64).reshape(-1), float(residual)
 
 
@@ -154,7 +154,7 @@ def _regularized(normal, num_bodies, relative):
 
 
 def test_island_solve_matches_a_dense_solve_and_reports_its_residual():
-  """`_Operators.solve` (the island move's matrix-free CG) against numpy's dense solve of
+  """`_Operators.solve_with_residual` (the island move's matrix-free CG) against numpy's dense solve of
   (A^T A + r) x = b; the relative residual it reports against numpy's |(A^T A + r) x - b| / |b|
   of the returned x. The move is skipped when the least-squares solve's residual exceeds
   sqrt(eps): float32 islands whose solve cannot converge within CG_ITERATIONS steps."""
