@@ -6,7 +6,6 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pybullet_data
 
 import raisim_jax as rj
 from raisim_jax.dynamics import kinematics
@@ -15,13 +14,17 @@ RSC = os.path.join(os.path.dirname(__file__), "..", "..", "rsc", "urdf")
 
 # name: (URDF path, foot frames, nominal joint angles per leg, initial base height, kp, kd)
 ROBOTS = {
-    "a1": (os.path.join(pybullet_data.getDataPath(), "a1", "a1.urdf"),
-           ("FR_toe_fixed", "FL_toe_fixed", "RR_toe_fixed", "RL_toe_fixed"),
-           (0.0, 0.8, -1.6), 0.42, 100.0, 2.0),
     "quadruped": (os.path.join(RSC, "quadruped.urdf"),
                   ("LF_foot_fixed", "RF_foot_fixed", "LH_foot_fixed", "RH_foot_fixed"),
                   (0.0, 0.7, -1.4), 0.45, 150.0, 3.0),
 }
+try:    # Unitree's A1 ships with pybullet (the dev extra); benchmarks/legged.py runs without it
+  import pybullet_data
+  ROBOTS["a1"] = (os.path.join(pybullet_data.getDataPath(), "a1", "a1.urdf"),
+                  ("FR_toe_fixed", "FL_toe_fixed", "RR_toe_fixed", "RL_toe_fixed"),
+                  (0.0, 0.8, -1.6), 0.42, 100.0, 2.0)
+except ImportError:
+  pass
 
 
 def standing_world(name, dtype, dt=1e-3):
