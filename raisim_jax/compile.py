@@ -16,7 +16,7 @@ from raisim_jax.dynamics import joint_limits, pins
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
                               ObjectType, PairGroup, ShapeModel, SingleBodyModel,
-                              SingleBodyState, SolverModel, State)
+                              SingleBodyState, SleepingModel, SolverModel, State)
 
 SHAPE_TYPE_OF_OBJECT = {
     ObjectType.SPHERE: ShapeType.SPHERE, ObjectType.BOX: ShapeType.BOX,
@@ -328,6 +328,14 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       contact_capacity=int(capacity))
 
 
+def sleeping_model(settings, dtype) -> SleepingModel:
+  """The Model leaves of SleepingSettings."""
+  return SleepingModel(enabled=device_array(bool(settings.enabled), bool),
+                       linear_threshold=device_array(settings.linear_threshold, dtype),
+                       angular_threshold=device_array(settings.angular_threshold, dtype),
+                       quiet_steps=device_array(int(settings.quiet_steps), jnp.int32))
+
+
 def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
                   capacity=Capacity()):
   """Compiles a world description into the pure core's pytrees.
@@ -389,6 +397,7 @@ def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
       joint_limits=joint_limits.joint_limit_model(articulated),
       pins=pins.pin_model([entry.description for entry in description.articulated],
                           articulated, dtype),
+      sleeping=sleeping_model(description.sleeping, dtype),
       num_bodies=len(bodies),
   )
   body_state = SingleBodyState(
@@ -398,6 +407,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
       angular_velocity=stack([b.angular_velocity for b in bodies], (3,)),
       external_force=stack([b.external_force for b in bodies], (3,)),
       external_torque=stack([b.external_torque for b in bodies], (3,)),
+      quiet_steps=device_zeros((len(bodies),), jnp.int32),
+      sleeping=device_zeros((len(bodies),), bool),
   )
   state = State(bodies=body_state,
                 contacts=detection.empty_contacts(collision.contact_capacity, dtype),

@@ -115,6 +115,15 @@ class SolverSettings:
 
 
 @dataclasses.dataclass
+class SleepSettings:
+  """Sleeping islands (World::setSleepingEnabled, setSleepingParameters); RaiSim's defaults."""
+  enabled: bool = True
+  linear_threshold: float = 0.002
+  angular_threshold: float = 0.01
+  quiet_steps: int = 2
+
+
+@dataclasses.dataclass
 class ArticulatedEntry:
   """An articulated system in a world: its loaded description and its current state.
 
@@ -183,4 +192,5 @@ class WorldDescription:
       default_factory=MaterialPairProperties)
   contact_settings: ContactSettings = dataclasses.field(default_factory=ContactSettings)
   solver: SolverSettings = dataclasses.field(default_factory=SolverSettings)
+  sleeping: SleepSettings = dataclasses.field(default_factory=SleepSettings)
   contact_capacity: int | None = None

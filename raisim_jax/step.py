@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision import detection
-from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body,
+from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body, sleeping,
                                  system_groups)
 from raisim_jax.types import Control, Model, State
 
@@ -67,15 +67,21 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
             f"padding rows after its objects), got shape {shape}")
     force = force + control.body_force
     torque = torque + control.body_torque
-  velocity = single_body.free_velocity(model, state, force, torque)
+  asleep = sleeping.asleep_bodies(model, state, state.contacts, force, torque)
+  # Sleeping bodies are STATIC for the free motion and the pose update; their contacts
+  # leave the solve.
+  frozen_model = sleeping.frozen(model, asleep)
+  velocity = single_body.free_velocity(frozen_model, state, force, torque)
   terms = system_groups.map_systems(
       lambda system_model, system: articulated_integrate.step_terms(
           system_model, system.generalized_coordinate, system.generalized_velocity,
           system.feedforward_force, system.p_target, system.d_target, model.gravity, dt,
           system.external_wrench),
       model.articulated, state.articulated)
-  solution = contact_dynamics.solve_contacts(model, state, velocity, state.contacts, terms)
-  state = single_body.integrate_pose(model, state, solution.velocity)
+  solution = contact_dynamics.solve_contacts(
+      model, state, velocity, state.contacts, terms,
+      frozen_rows=sleeping.frozen_rows(state.contacts, asleep, model.num_bodies))
+  state = single_body.integrate_pose(frozen_model, state, solution.velocity)
   position = state.bodies.position + solution.body_displacement
   zeros = jnp.zeros_like(bodies.external_force)
 
@@ -94,14 +100,20 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
       end_of_step, model.articulated, state.articulated, terms, solution.generalized_velocity,
       solution.generalized_displacement)
   bodies = state.bodies
-  finite = all_finite([position, bodies.quaternion, bodies.linear_velocity,
-                       bodies.angular_velocity]
+  linear = jnp.where(asleep[:, None], 0.0, bodies.linear_velocity)
+  angular = jnp.where(asleep[:, None], 0.0, bodies.angular_velocity)
+  finite = all_finite([position, bodies.quaternion, linear, angular]
                       + [x for s in systems for x in (s.generalized_coordinate,
                                                       s.generalized_velocity)])
   return state.replace(
       finite=state.finite & finite,
-      bodies=state.bodies.replace(position=position, external_force=zeros,
-                                  external_torque=zeros),
+      bodies=bodies.replace(
+          position=position, linear_velocity=linear, angular_velocity=angular,
+          external_force=zeros, external_torque=zeros, sleeping=asleep,
+          # The position correction moves a penetrating body too: it counts as motion.
+          quiet_steps=sleeping.count_quiet_steps(
+              model, bodies.quiet_steps, linear + solution.body_displacement / dt,
+              angular)),
       contacts=solution.contacts,
       time=state.time + dt,
       solver_iterations=solution.iterations,

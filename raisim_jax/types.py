@@ -322,6 +322,24 @@ class SolverModel:
 
 
 @dataclass
+class SleepingModel:
+  """Sleeping islands (World::setSleepingEnabled, setSleepingParameters): an island of dynamic
+  single bodies connected by contacts, resting on static bodies, sleeps once every body in it
+  stayed below both velocity thresholds for `quiet_steps` consecutive steps.
+
+  Attributes:
+    enabled: () bool (a leaf: toggling it needs no recompile).
+    linear_threshold: () m/s, largest COM speed of a quiet body (RaiSim default 0.002).
+    angular_threshold: () rad/s, largest angular speed of a quiet body (default 0.01).
+    quiet_steps: () int32 consecutive quiet steps before an island sleeps (default 2).
+  """
+  enabled: jax.Array
+  linear_threshold: jax.Array
+  angular_threshold: jax.Array
+  quiet_steps: jax.Array
+
+
+@dataclass
 class Model:
   """Everything constant while stepping.
 
@@ -335,6 +353,7 @@ class Model:
       world order.
     joint_limits: JointLimitModel (the limited joints of every system).
     pins: PinModel (closed-loop pin constraints of every system).
+    sleeping: SleepingModel, or None (never sleeps).
     num_bodies: static count of single-body objects.
     gyroscopic_iterations: static fixed-point iterations of the implicit-midpoint rotation
       update (error shrinks like (dt |omega|)^k; 4 is round-off for dt |omega| < 1e-2).
@@ -347,6 +366,7 @@ class Model:
   articulated: tuple = ()
   joint_limits: "JointLimitModel" = None
   pins: "PinModel" = None
+  sleeping: SleepingModel = None
   num_bodies: int = static_field(default=0)
   gyroscopic_iterations: int = static_field(default=4)
 
@@ -366,6 +386,9 @@ class SingleBodyState:
     angular_velocity: (n, 3) angular velocity, world frame.
     external_force: (n, 3) force at the COM, applied during the next integrate2 then cleared.
     external_torque: (n, 3) torque, same lifetime.
+    quiet_steps: (n,) int32 consecutive steps the body ended below the sleeping thresholds
+      (capped at Model.sleeping.quiet_steps); a user edit of the body sets it to 0 (wakes it).
+    sleeping: (n,) bool, the body's island slept through the last step (isObjectSleeping).
   """
   position: jax.Array
   quaternion: jax.Array
@@ -373,6 +396,8 @@ class SingleBodyState:
   angular_velocity: jax.Array
   external_force: jax.Array
   external_torque: jax.Array
+  quiet_steps: jax.Array
+  sleeping: jax.Array
 
 
 @dataclass

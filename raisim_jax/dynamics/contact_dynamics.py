@@ -176,7 +176,7 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
 
 
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
-                   contacts: Contacts, terms=()) -> ContactSolution:
+                   contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem.
 
   Args:
@@ -185,10 +185,16 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     velocity: free single-body StepVelocity (no contacts) of this step.
     contacts: this step's contacts (from integrate1); their `impulse` is the warm start.
     terms: tuple of ArticulatedStepTerms, one per system (free velocities, M_eff factors).
+    frozen_rows: None, or (C,) bool contacts left out of the solve and the position
+      correction (those of sleeping islands): they stay active in the returned contacts with
+      their warm-start impulse and their inverse apparent inertia.
 
   Returns:
     ContactSolution.
   """
+  found = contacts
+  if frozen_rows is not None:
+    contacts = contacts.replace(active=contacts.active & ~frozen_rows)
   dtype = model.dtype
   dt = model.time_step
   n = model.num_bodies
@@ -200,8 +206,9 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   active_c = contacts.active
   body_a = jnp.maximum(contacts.body_a, 0)
   body_b = jnp.maximum(contacts.body_b, 0)
-  single_a = active_c & (contacts.body_a < n)
-  single_b = active_c & (contacts.body_b < n)
+  # Frozen rows keep their sides, so that their inverse apparent inertia is reported.
+  single_a = found.active & (contacts.body_a < n)
+  single_b = found.active & (contacts.body_b < n)
   limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
   num_limits = model.joint_limits.count
   num_pins = model.pins.count if model.pins is not None else 0
@@ -297,6 +304,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   row_active = row_active & ~immobile
   active_c = active_c & ~immobile[:capacity]
   eye = jnp.eye(3, dtype=dtype)
+  unmasked_delassus = delassus
   delassus = jnp.where(row_active[:, None, None], delassus, eye)
   if num_limits:
     # Joint-limit rows act along z only: unit x, y so the block stays invertible.
@@ -360,6 +368,14 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   velocity = velocity.replace(linear=linear, angular=angular)
   contacts = contacts.replace(impulse=impulses[:capacity],
                               inverse_apparent_inertia=delassus[:capacity])
+  reported = contacts
+  if frozen_rows is not None:
+    reported = contacts.replace(
+        active=found.active,
+        impulse=jnp.where(frozen_rows[:, None], found.impulse, contacts.impulse),
+        inverse_apparent_inertia=jnp.where(frozen_rows[:, None, None],
+                                           unmasked_delassus[:capacity],
+                                           contacts.inverse_apparent_inertia))
 
   # ---- position correction (erp * penetration, no velocity added) ---------------------------
   penetration = jnp.where(active_c & (depth > 0), depth, 0.0)
@@ -402,7 +418,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   else:
     split = tuple(jnp.zeros((0,), dtype) for _ in range(num_systems))
     generalized_displacement = split
-  return ContactSolution(velocity=velocity, generalized_velocity=split, contacts=contacts,
+  return ContactSolution(velocity=velocity, generalized_velocity=split, contacts=reported,
                          joint_limits=limit_state, pins=pin_state, iterations=iterations,
                          body_displacement=body_displacement,
                          generalized_displacement=generalized_displacement)

@@ -24,13 +24,13 @@ from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, check_contact_settings,
                                 collision_model, compile_world,
                                 material_names, material_table, resolve_dtype,
-                                with_solver_settings)
+                                sleeping_model, with_solver_settings)
 from raisim_jax.host_arrays import device_array
 from raisim_jax.oo.contact import Contact
 from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     BroadphaseSettings, CollisionShape, ContactSettings,
                                     MaterialPairProperties, SingleBodyDescription,
-                                    WorldDescription)
+                                    SleepSettings, WorldDescription)
 from raisim_jax.io import mjcf, template, urdf, urdf_modules, world_xml
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
 from raisim_jax.dynamics import mass_properties
@@ -405,6 +405,9 @@ class World:
     bodies = self._state.bodies
     updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
                for name, value in fields.items()}
+    # Any edit keeps the body's island awake (the spec's sleeping rules).
+    updates.update(quiet_steps=bodies.quiet_steps.at[index].set(0),
+                   sleeping=bodies.sleeping.at[index].set(False))
     self._set_state(self._state.replace(bodies=bodies.replace(**updates)))
 
   def _write_body_model(self, obj, **fields):
@@ -420,6 +423,7 @@ class World:
       leaf = getattr(bodies, _BODY_MODEL_FIELD[name])
       updates[_BODY_MODEL_FIELD[name]] = leaf.at[index].set(jnp.asarray(value, leaf.dtype))
     self._model = self._model.replace(bodies=bodies.replace(**updates))
+    self._wake_rows([index])
 
   def _add_external_load(self, obj, force, torque):
     if self._dirty:
@@ -648,10 +652,78 @@ class World:
 
   # ---- gravity, time ---------------------------------------------------------------------
   def setGravity(self, gravity):
+    """Sets gravity (m/s^2, world frame) and wakes every sleeping island."""
     gravity = validation.vector(gravity, 3, "gravity")
     self._description.gravity = gravity
     if not self._dirty:
       self._model = self._model.replace(gravity=jnp.asarray(gravity, self._dtype))
+      self.wakeAll()
+
+  # ---- sleeping islands ------------------------------------------------------------------
+  def setSleepingEnabled(self, enabled):
+    """Enables or disables sleeping islands (on by default; a Model leaf: no recompile).
+    Rules: dynamics/sleeping.py's docstring."""
+    self._description.sleeping.enabled = bool(enabled)
+    self._sleeping_changed()
+
+  def isSleepingEnabled(self) -> bool:
+    return bool(self._description.sleeping.enabled)
+
+  def setSleepingParameters(self, linearVelThreshold, angularVelThreshold, quietSteps):
+    """An island sleeps once all its bodies stayed below `linearVelThreshold` (m/s) and
+    `angularVelThreshold` (rad/s) for `quietSteps` consecutive steps (defaults 0.002, 0.01,
+    2)."""
+    steps = quietSteps
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+      raise ValueError(f"argument 'quietSteps' must be an integer >= 1, got {quietSteps!r}")
+    self.setSleepingVelocityThresholds(linearVelThreshold, angularVelThreshold)
+    self._description.sleeping.quiet_steps = int(steps)
+    self._sleeping_changed()
+
+  def setSleepingVelocityThresholds(self, linearVelThreshold, angularVelThreshold):
+    linear = validation.non_negative(linearVelThreshold, "linearVelThreshold")
+    angular = validation.non_negative(angularVelThreshold, "angularVelThreshold")
+    settings = self._description.sleeping
+    settings.linear_threshold, settings.angular_threshold = linear, angular
+    self._sleeping_changed()
+
+  def getSleepingParameters(self) -> SleepSettings:
+    """A copy of the sleeping settings (enabled, linear_threshold, angular_threshold,
+    quiet_steps)."""
+    return copy.deepcopy(self._description.sleeping)
+
+  def wakeObject(self, obj):
+    """Wakes `obj` and with it its island: its quiet-step counter restarts, so the island
+    stays awake for at least quietSteps steps. Articulated systems never sleep."""
+    if obj not in self._articulated_objects():
+      self._wake_rows([self._body_row(obj)])
+
+  def wakeAll(self):
+    self._wake_rows(None)
+
+  def isObjectSleeping(self, obj) -> bool:
+    """True if the object's island slept through the last step."""
+    if obj in self._articulated_objects():
+      return False
+    row = self._body_row(obj)        # raises for an object that is not in this world
+    if self._dirty or self._state is None:
+      return False
+    return bool(self._state.bodies.sleeping[row])
+
+  def _sleeping_changed(self):
+    if not self._dirty:
+      self._model = self._model.replace(
+          sleeping=sleeping_model(self._description.sleeping, self._dtype))
+
+  def _wake_rows(self, rows):
+    """Restarts the quiet-step counters of single-body `rows` (None: all)."""
+    if self._dirty or self._state is None:
+      return       # a recompile starts every body awake
+    bodies = self._state.bodies
+    index = slice(None) if rows is None else np.asarray(rows)
+    self._set_state(self._state.replace(bodies=bodies.replace(
+        quiet_steps=bodies.quiet_steps.at[index].set(0),
+        sleeping=bodies.sleeping.at[index].set(False))))
 
   def getGravity(self):
     return np.array(self._description.gravity, np.float64)
