@@ -12,7 +12,11 @@ of the OO `World.integrate()` (float64, RaiSim's precision, as a script calls it
 MuJoCo's `mj_step` (float64) on the same scene. Active contacts at the end of each run.
 
     .venv/bin/python benchmarks/scenes.py [--scenes falling,resting,pile] [--batches 1,64,1024]
-        [--steps 100] [--json out.json] [--quick]
+        [--steps 100] [--sleep] [--json out.json] [--quick]
+
+Sleeping islands are off in both engines unless `--sleep` turns them on in both (RaiSim's
+default is on, MuJoCo's off): a resting scene that sleeps costs little more than its
+collision detection.
 
 MuJoCo: the `bench` (or `dev`) extra; its own defaults otherwise (Newton solver, pyramidal
 cones, soft contacts). Not a test: numbers depend on the machine; compare ratios taken in
@@ -50,9 +54,10 @@ def bodies(scene):
   raise ValueError(f"unknown scene '{scene}' (falling, resting, pile)")
 
 
-def world_of(scene, dtype=jnp.float64):
+def world_of(scene, dtype=jnp.float64, sleep=False):
   world = rj.World(dtype=dtype)
   world.setTimeStep(1e-3)
+  world.setSleepingEnabled(sleep)
   world.addGround()
   for kind, size, mass, position in bodies(scene):
     body = world.addBox(*size, mass) if kind == "box" else world.addSphere(*size, mass)
@@ -60,8 +65,9 @@ def world_of(scene, dtype=jnp.float64):
   return world
 
 
-def mujoco_model(scene, settle_steps=0):
-  """(MjModel, MjData, full-physics state) of `scene` after `settle_steps` steps."""
+def mujoco_model(scene, settle_steps=0, sleep=False):
+  """(MjModel, MjData, full-physics state) of `scene` after `settle_steps` steps; `sleep`
+  sets MuJoCo's own island sleeping (mjENBL_SLEEP, off by default)."""
   import mujoco
   geoms = []
   for kind, size, mass, position in bodies(scene):
@@ -72,6 +78,8 @@ def mujoco_model(scene, settle_steps=0):
   xml = (f'<mujoco><option timestep="0.001"/><worldbody><geom type="plane" size="0 0 1" '
          f'friction="{FRICTION} 0.005 0.0001"/>{"".join(geoms)}</worldbody></mujoco>')
   model = mujoco.MjModel.from_xml_string(xml)
+  if sleep:
+    model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_SLEEP
   data = mujoco.MjData(model)
   for _ in range(settle_steps):
     mujoco.mj_step(model, data)
@@ -81,9 +89,9 @@ def mujoco_model(scene, settle_steps=0):
   return model, data, state
 
 
-def settled(scene, settle_steps):
+def settled(scene, settle_steps, sleep=False):
   """(Model, State) of `scene` in float32 (forward-only solver) after `settle_steps` steps."""
-  world = world_of(scene, jnp.float32)
+  world = world_of(scene, jnp.float32, sleep)
   world.setContactSolverDifferentiable(False)
   model, state = world.compile()
   if settle_steps:
@@ -105,10 +113,10 @@ def ours_batched(model, state, batch, steps):
   return batch * steps / best, compile_seconds, per_world, int(active[0].sum())
 
 
-def ours_integrate_us(scene, state, calls):
+def ours_integrate_us(scene, state, calls, sleep=False):
   """(microseconds per OO `World.integrate()` call (float64) from the bodies' poses and
   velocities in `state` after the first (compiling) call, contacts after the calls)."""
-  world = world_of(scene)
+  world = world_of(scene, sleep=sleep)
   for k, body in enumerate(world.getObjList()[1:], start=1):
     body.setPosition(*np.asarray(state.bodies.position[k], np.float64))
     body.setOrientation(*np.asarray(state.bodies.quaternion[k], np.float64))
@@ -140,6 +148,9 @@ def main(argv=None):
                       help="seconds the pile falls and settles before it is measured")
   parser.add_argument("--steps", type=int, default=100)
   parser.add_argument("--calls", type=int, default=1000, help="OO integrate / mj_step calls")
+  parser.add_argument("--sleep", action="store_true",
+                      help="sleeping islands on in both engines (RaiSim's default; MuJoCo's "
+                           "mjENBL_SLEEP); off by default, as in MuJoCo")
   parser.add_argument("--json", default="")
   parser.add_argument("--quick", action="store_true",
                       help="smallest sizes (CI): batch 2, 5 steps, 20 calls")
@@ -152,15 +163,16 @@ def main(argv=None):
   except ImportError:
     mujoco = None
   print(f"backend={jax.default_backend()} devices={jax.device_count()} "
-        f"mujoco={mujoco.__version__ if mujoco else 'not installed'} steps={args.steps}")
+        f"mujoco={mujoco.__version__ if mujoco else 'not installed'} steps={args.steps} "
+        f"sleeping={'on' if args.sleep else 'off'}")
   print("| scene | batch | raisim_jax world-steps/s (compile s) | MuJoCo C 2 threads | ratio | "
         "memory per world | contacts |")
   print("|---|---|---|---|---|---|---|")
   rows = []
   for scene in args.scenes.split(","):
     settle = round(args.pile_settle / 1e-3) if scene == "pile" else 0
-    setup = mujoco_model(scene, settle) if mujoco else None
-    model, state = settled(scene, settle)
+    setup = mujoco_model(scene, settle, args.sleep) if mujoco else None
+    model, state = settled(scene, settle, args.sleep)
     batches = args.pile_batches if scene == "pile" else args.batches
     for batch in [int(b) for b in batches.split(",")]:
       ours, compile_seconds, per_world, contacts = ours_batched(model, state, batch, args.steps)
@@ -175,7 +187,7 @@ def main(argv=None):
       print(f"| {scene} | {batch:,} | {ours:,.0f} ({compile_seconds:.1f}) | {theirs:,.0f} | "
             f"{ratio:.3f} | {per_world / 1024:,.0f} KiB | {contacts} |", flush=True)
     calls = max(1, args.calls // 20) if scene == "pile" else args.calls
-    integrate, ours_contacts = ours_integrate_us(scene, state, calls)
+    integrate, ours_contacts = ours_integrate_us(scene, state, calls, args.sleep)
     row = dict(scene=scene, batch=1, oo_integrate_us=integrate, oo_contacts=ours_contacts)
     line = (f"  {scene}, {calls + 1} steps: OO integrate() {integrate:,.0f} us per call "
             f"(float64, {ours_contacts} contacts)")
@@ -187,7 +199,8 @@ def main(argv=None):
     print(line, flush=True)
   if args.json:
     with open(args.json, "w") as f:
-      json.dump(dict(backend=jax.default_backend(), steps=args.steps, rows=rows), f, indent=1)
+      json.dump(dict(backend=jax.default_backend(), steps=args.steps, sleeping=args.sleep,
+                     rows=rows), f, indent=1)
   return rows
 
 
