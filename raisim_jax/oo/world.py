@@ -172,6 +172,12 @@ class DivergenceError(RuntimeError):
   that step."""
 
 
+def _awake_rows(bodies, index):
+  """SingleBodyState fields with the quiet-step counters of `index` restarted (awake)."""
+  return dict(quiet_steps=bodies.quiet_steps.at[index].set(0),
+              sleeping=bodies.sleeping.at[index].set(False))
+
+
 @in_world_precision
 class World:
   """A RaiSim world: objects, gravity, time step and time, stepped by the pure core.
@@ -406,8 +412,7 @@ class World:
     updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
                for name, value in fields.items()}
     # Any edit keeps the body's island awake (the spec's sleeping rules).
-    updates.update(quiet_steps=bodies.quiet_steps.at[index].set(0),
-                   sleeping=bodies.sleeping.at[index].set(False))
+    updates.update(_awake_rows(bodies, index))
     self._set_state(self._state.replace(bodies=bodies.replace(**updates)))
 
   def _write_body_model(self, obj, **fields):
@@ -721,9 +726,7 @@ class World:
       return       # a recompile starts every body awake
     bodies = self._state.bodies
     index = slice(None) if rows is None else np.asarray(rows)
-    self._set_state(self._state.replace(bodies=bodies.replace(
-        quiet_steps=bodies.quiet_steps.at[index].set(0),
-        sleeping=bodies.sleeping.at[index].set(False))))
+    self._set_state(self._state.replace(bodies=bodies.replace(**_awake_rows(bodies, index))))
 
   def getGravity(self):
     return np.array(self._description.gravity, np.float64)
