@@ -9,6 +9,7 @@ padding, warm start, order, loop modes and gradients are judged on those.
 """
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,8 @@ import pytest
 import raisim_jax as rj
 from raisim_jax.collision import collision_bodies, detection
 from raisim_jax import compile as compile_lib
-from raisim_jax.dynamics import articulated_integrate, contact_dynamics, kinematics
+from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, gauss_seidel,
+                                 kinematics)
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion
 
@@ -482,6 +484,16 @@ def test_iteration_cap_and_loop_modes_agree():
     np.testing.assert_allclose(scan.generalized_velocity[0], loop.generalized_velocity[0],
                                atol=1e-15)
   assert int(scan.iterations) == 3
+
+
+def test_sweep_groups_cover_the_capacity_in_about_sqrt_groups():
+  """The fixed-trip scan's groups: at least `capacity` trips, about sqrt(capacity) groups of
+  about sqrt(capacity) sweeps (a converged solve pays ~2 sqrt(capacity) skipped trips)."""
+  for capacity in (1, 2, 3, 4, 9, 10, 150, 400, 3000):
+    groups, per_group = gauss_seidel.sweep_groups(capacity)
+    assert groups * per_group >= capacity
+    assert (groups - 1) * per_group < capacity        # no whole group past the capacity
+    assert per_group <= math.isqrt(capacity) + 1 and groups <= math.isqrt(capacity) + 1
 
 
 def test_batched_solves_match_single_solves():
