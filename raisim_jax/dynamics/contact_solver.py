@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from raisim_jax import batched_cond
 from raisim_jax.math import rotation
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
@@ -105,8 +106,8 @@ def _normalize2(x, y):
 def _solve_single_primal(G, c_prime, mu, target):
   """Exact local solve by cases; returns (lambda, mode, rho, (cos theta, sin theta)).
 
-  Open and stick are closed forms; the slide search runs under `lax.cond` (skipped for one
-  world when the contact opens or sticks; under vmap a select, every case computed).
+  Open and stick are closed forms; the slide search runs under `lax.cond`, skipped when the
+  contact opens or sticks (under vmap: when it does in every world of the batch).
   """
   dtype = c_prime.dtype
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
@@ -178,7 +179,12 @@ def _solve_single_primal(G, c_prime, mu, target):
     return jnp.zeros(3, dtype), zero, zero + 1.0, zero
 
   # Most contacts of a resting scene stick or are open: for one world the search is skipped.
-  lam_slide, rho, d_c, d_s = lax.cond(is_open | is_stick, no_slide, slide)
+  # Decided on any world of a batch (batched_cond.any_world): a batched predicate would make
+  # the cond a select that runs the search in every world at every visit, sliding or not
+  # (standing quadrupeds at batch 64: the search was most of the solve). The search's result
+  # is used only where the contact slides.
+  lam_slide, rho, d_c, d_s = lax.cond(batched_cond.any_world(~(is_open | is_stick)), slide,
+                                      no_slide)
   zero = jnp.zeros(3, dtype)
   lam = jnp.where(is_open, zero, jnp.where(is_stick, lam_stick, lam_slide))
   mode = jnp.where(is_open, MODE_OPEN, jnp.where(is_stick, MODE_STICK, MODE_SLIDE))

@@ -93,6 +93,9 @@ def rows_velocity_magnitude(layout, problem, free_velocity, impulses):
   rounding (eps times this) is the noise floor of the row's velocity.
 
   free_velocity: (linear (n, 3), angular (n, 3), generalized (NV,)); impulses: (R, 3).
+  Reads the entrywise absolute values of `jac` (R, 3, NV) and of `inverse_jt` laid out as
+  (NV, R * 3) from `problem["abs_jac"]` and `problem["abs_inverse_jt"]` (`solve` takes them
+  once: taken here, XLA transposed the (R, NV, 3) array in every sweep).
   """
   linear, angular, generalized = free_velocity
   impulse_size = jnp.sqrt(jnp.sum(impulses * impulses, axis=-1))    # (R,)
@@ -113,9 +116,9 @@ def rows_velocity_magnitude(layout, problem, free_velocity, impulses):
       magnitude = magnitude + jnp.abs(problem["weight_" + side]) * (
           linear_size[body] + angular_size[body] * norm(problem["r_" + side]))
   if layout.has_systems:
-    generalized_size = jnp.abs(generalized) + jnp.einsum(
-        "rnj,rj->n", jnp.abs(problem["inverse_jt"]), jnp.abs(impulses))
-    magnitude = magnitude + jnp.max(jnp.abs(problem["jac"]) @ generalized_size, axis=-1)
+    generalized_size = jnp.abs(generalized) + problem["abs_inverse_jt"] @ jnp.abs(
+        impulses).reshape(-1)
+    magnitude = magnitude + jnp.max(problem["abs_jac"] @ generalized_size, axis=-1)
   return magnitude
 
 
@@ -368,6 +371,10 @@ def solve(layout, problem, free_velocity, impulse0):
   # sweep counts as progress whenever it changed any impulse (gradient checks use this to
   # keep the iteration count the same for nearby inputs).
   floors_on = problem["threshold"] > 0
+  if layout.has_systems:
+    problem = {**problem, "abs_jac": jnp.abs(problem["jac"]),
+               "abs_inverse_jt": jnp.abs(jnp.swapaxes(problem["inverse_jt"], 0, 1)).reshape(
+                   problem["inverse_jt"].shape[1], -1)}
   problem = {**problem, "free_velocity": free_velocity,
              "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
                                    0.0).astype(dtype)}
