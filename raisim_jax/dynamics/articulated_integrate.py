@@ -31,7 +31,7 @@ from raisim_jax.dynamics import crba, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.types import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                       JOINT_SPHERICAL)
-from raisim_jax.math import quaternion, safe
+from raisim_jax.math import dense, quaternion, safe
 from raisim_jax.struct import dataclass
 from raisim_jax.types import IntegrationScheme
 
@@ -132,7 +132,7 @@ def step_terms(model, gc, gv, feedforward_force, p_target, d_target, gravity, dt
   spring_error = _scalar_or_spherical_spring_error(model, gc)
   passive = model.stiffness * (spring_error - dt * gv) - model.damping * gv
   extra = dt * (model.damping + kd) + dt * dt * (model.stiffness + kp)
-  factor = jnp.linalg.cholesky(mass + jnp.diag(extra))
+  factor = dense.cholesky(mass + jnp.diag(extra))
   free = gv + dt * solve_mass(factor, actuation + passive - bias)
   return ArticulatedStepTerms(kinematics=kin, mass_factor=factor, free_velocity=free,
                               position_error=position_error, clamped=clamped,
@@ -141,7 +141,7 @@ def step_terms(model, gc, gv, feedforward_force, p_target, d_target, gravity, dt
 
 def solve_mass(factor, rhs):
   """M_eff^-1 rhs for rhs (nv,) or (nv, k), from the Cholesky factor."""
-  return jax.scipy.linalg.cho_solve((factor, True), rhs)
+  return dense.cho_solve(factor, rhs)
 
 
 def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, gv_next, dt):

@@ -47,7 +47,7 @@ from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_se
                                  joint_limits, system_groups)
 from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
-from raisim_jax.math import rotation
+from raisim_jax.math import dense, rotation
 from raisim_jax.struct import dataclass
 from raisim_jax.types import Contacts, Model, State, StepVelocity
 
@@ -95,7 +95,7 @@ def _regularization(dtype):
 def _pseudo_inverse(blocks):
   """(R, 3, 3) Moore-Penrose inverses of symmetric PSD blocks: eigenvalues below 1e-9 of the
   largest (1e-5 in float32) count as zero, so a direction no joint can move takes no impulse."""
-  values, vectors = jnp.linalg.eigh(blocks)
+  values, vectors = dense.symmetric_eigen3(blocks)
   cutoff = (1e-9 if jnp.finfo(blocks.dtype).bits > 32 else 1e-5) * values[:, -1:]
   inverse = jnp.where(values > cutoff, 1.0 / jnp.where(values > cutoff, values, 1.0), 0.0)
   return jnp.einsum("rij,rj,rkj->rik", vectors, inverse, vectors)

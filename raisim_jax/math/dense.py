@@ -1,0 +1,112 @@
+"""Small dense linear algebra in plain XLA operations: no LAPACK custom calls.
+
+Why not `jnp.linalg` / `jax.scipy.linalg`: on CPU they lower to jaxlib's LAPACK custom calls,
+whose kernels (jaxlib 0.10.2: Cholesky, triangular solve, eigh, LU, QR, SVD) split a batch
+over XLA's intra-op thread pool and block the calling pool thread until the parts finish.
+When XLA runs two such calls at once (two robots' mass matrices, the rows of two contact
+chunks) with a batch large enough to split (1,024 worlds), every pool thread blocks waiting
+for work queued behind it and the program hangs: every thread in a futex wait, 0% CPU (two
+independent batched Cholesky solves in one jit reproduce it on a 2-core machine; batch 64
+runs). The matrices of a step are small (a robot's nv, 3x3 contact blocks), so loops over
+the static dimension, each a whole-row vector operation, cost about what the library calls
+cost and batch under `vmap` like any other operation.
+
+All functions take leading batch axes and are differentiable (plain jnp operations).
+"""
+
+import jax.numpy as jnp
+
+# Sweeps of the cyclic Jacobi eigen-solver of 3x3 blocks: convergence is quadratic, and six
+# sweeps (18 rotations) reach float64 round-off from any symmetric input.
+JACOBI_SWEEPS = 6
+
+
+def cholesky(a):
+  """(..., n, n) lower-triangular L with L L^T = a, for symmetric positive definite a.
+
+  Right-looking, column by column: column j is the trailing matrix's first column over the
+  square root of its pivot, then the trailing matrix loses that rank-1 part. The input is
+  symmetrized first, as jnp.linalg.cholesky does, so the gradient w.r.t. `a` is symmetric
+  (the same as jnp.linalg's); a non-positive pivot gives NaN (as LAPACK's `potrf` does)."""
+  n = a.shape[-1]
+  trailing = 0.5 * (a + jnp.swapaxes(a, -1, -2))
+  columns = []
+  for j in range(n):
+    pivot = jnp.sqrt(trailing[..., 0, 0])
+    column = trailing[..., :, 0] / pivot[..., None]                       # (..., n - j)
+    columns.append(jnp.pad(column, [(0, 0)] * (column.ndim - 1) + [(j, 0)]))
+    below = column[..., 1:]
+    trailing = trailing[..., 1:, 1:] - below[..., :, None] * below[..., None, :]
+  return jnp.stack(columns, axis=-1)
+
+
+def solve_lower(factor, rhs):
+  """(..., n, k) x with L x = rhs, L = `factor` (..., n, n) lower triangular, rhs (..., n, k).
+
+  Forward substitution by columns of L: x_j = rest_j / L_jj, then the rows below lose
+  L_ij x_j."""
+  n = factor.shape[-1]
+  rest = rhs
+  rows = []
+  for j in range(n):
+    x_j = rest[..., 0, :] / factor[..., j, j, None]
+    rows.append(x_j)
+    rest = rest[..., 1:, :] - factor[..., j + 1:, j, None] * x_j[..., None, :]
+  return jnp.stack(rows, axis=-2)
+
+
+def solve_upper_transposed(factor, rhs):
+  """(..., n, k) x with L^T x = rhs, L = `factor` (..., n, n) lower triangular (back
+  substitution from the last row; the rows above lose L_ji x_j)."""
+  n = factor.shape[-1]
+  rest = rhs
+  rows = [None] * n
+  for j in reversed(range(n)):
+    x_j = rest[..., j, :] / factor[..., j, j, None]
+    rows[j] = x_j
+    rest = rest[..., :j, :] - factor[..., j, :j, None] * x_j[..., None, :]
+  return jnp.stack(rows, axis=-2)
+
+
+def cho_solve(factor, rhs):
+  """a^-1 rhs from the Cholesky factor L of a (..., n, n); rhs (..., n) or (..., n, k)."""
+  vector = rhs.ndim == factor.ndim - 1
+  b = rhs[..., None] if vector else rhs
+  x = solve_upper_transposed(factor, solve_lower(factor, b))
+  return x[..., 0] if vector else x
+
+
+def _jacobi_rotation(a, v, p, q):
+  """One Jacobi rotation of symmetric (..., 3, 3) `a` zeroing a_pq (p < q); `v` collects
+  the rotations (a = v diag v^T at convergence). Rutishauser's stable angle formulas."""
+  a_pq = a[..., p, q]
+  off = a_pq != 0.0
+  theta = (a[..., q, q] - a[..., p, p]) / (2.0 * jnp.where(off, a_pq, 1.0))
+  theta = jnp.clip(theta, -1e15, 1e15)     # theta^2 stays finite (float32 too); t ~ 1/(2 theta)
+  t = jnp.sign(theta) / (jnp.abs(theta) + jnp.sqrt(theta * theta + 1.0))
+  t = jnp.where(theta == 0.0, 1.0, t)
+  t = jnp.where(off, t, 0.0)
+  c = 1.0 / jnp.sqrt(t * t + 1.0)
+  s = t * c
+  rotation = jnp.broadcast_to(jnp.eye(3, dtype=a.dtype), a.shape)
+  rotation = rotation.at[..., p, p].set(c).at[..., q, q].set(c)
+  rotation = rotation.at[..., p, q].set(s).at[..., q, p].set(-s)
+  a = jnp.swapaxes(rotation, -1, -2) @ a @ rotation
+  return a, v @ rotation
+
+
+def symmetric_eigen3(a):
+  """Eigen-decomposition of symmetric (..., 3, 3) blocks by cyclic Jacobi rotations.
+
+  Returns (values (..., 3) ascending, vectors (..., 3, 3) with vectors[..., :, i] the unit
+  eigenvector of values[..., i]), like jnp.linalg.eigh."""
+  v = jnp.broadcast_to(jnp.eye(3, dtype=a.dtype), a.shape)
+  a = 0.5 * (a + jnp.swapaxes(a, -1, -2))
+  for _ in range(JACOBI_SWEEPS):
+    for p, q in ((0, 1), (0, 2), (1, 2)):
+      a, v = _jacobi_rotation(a, v, p, q)
+  values = jnp.diagonal(a, axis1=-2, axis2=-1)
+  order = jnp.argsort(values, axis=-1)
+  values = jnp.take_along_axis(values, order, axis=-1)
+  vectors = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+  return values, vectors
