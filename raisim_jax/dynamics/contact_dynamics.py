@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import batched_cond
 from raisim_jax.collision import collision_bodies
 from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_seidel, jacobian,
                                  joint_limits, system_groups)
@@ -125,32 +126,65 @@ def _system_offsets(model: Model):
   return offsets, total
 
 
-def _contact_jacobians(model: Model, contacts: Contacts, terms):
-  """(C, 3, NV) articulated part of the contact rows in the contact frame, and (C, S) bool:
-  which systems each contact touches."""
+ARTICULATED_ROW_CHUNK = 8   # contact rows per chunk of the articulated row terms
+
+
+def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
+  """Articulated part of the contact rows, evaluated only where a contact touches a system.
+
+  Returns:
+    jac (C, 3, NV): A's Jacobian minus B's over the stacked generalized velocities, in the
+      contact frame; inverse_jt (C, NV, 3): M_eff^-1 J^T (block-diagonal M_eff, one
+      Cholesky solve per system); block (C, 3, 3): the articulated part J M_eff^-1 J^T of the
+      Delassus blocks; touches (C, S) bool: which systems each contact touches.
+    Rows of inactive contacts and of contacts between single bodies are zero.
+
+  The rows run through `batched_cond.masked_map`: chunks of ARTICULATED_ROW_CHUNK contacts
+  past the last one that touches a system are skipped (under vmap: past every world's).
+  Computed for every slot of the buffer, a standing quadruped (168 slots, 4 feet in contact)
+  spent most of its step on the Jacobians and solves of empty slots.
+  """
   owner_system, owner_local = collision_bodies.body_owner_tables(model)
   owner_system, owner_local = jnp.asarray(owner_system), jnp.asarray(owner_local)
   body_a, body_b = jnp.maximum(contacts.body_a, 0), jnp.maximum(contacts.body_b, 0)
   system_a = jnp.where(contacts.active, owner_system[body_a], -1)
   system_b = jnp.where(contacts.active, owner_system[body_b], -1)
+  local_a, local_b = owner_local[body_a], owner_local[body_b]
+  total_dofs = sum(system_model.num_gv for system_model in model.articulated)
+  kinematics = tuple(t.kinematics for t in terms)
+  indices = tuple(jnp.asarray(s, jnp.int32) for s in range(len(terms)))
 
-  def system_block(system_model, kinematics, s):
-    """(C, 3, nv_s) rows of system s (a traced index under vmap)."""
-    def side(system_of_side, body):
-      on = system_of_side == s
-      local = jnp.where(on, owner_local[body], 0)
-      jac = jax.vmap(lambda b, p: jacobian.point_jacobian(system_model, kinematics, b, p))(
-          local, contacts.position)
-      return jnp.where(on[:, None, None], jac, 0.0)
+  def one_row(system_a, local_a, system_b, local_b, position, frame):
+    """(3, NV) J, (NV, 3) M_eff^-1 J^T and (3, 3) J M_eff^-1 J^T of one contact."""
+    def system_block(system_model, kinematics, term, s):
+      def side(system_of_side, local):
+        on = system_of_side == s
+        jac = jacobian.point_jacobian(system_model, kinematics, jnp.where(on, local, 0),
+                                      position)
+        return jnp.where(on, jac, 0.0)
 
-    world = side(system_a, body_a) - side(system_b, body_b)
-    return jnp.einsum("cij,cjn->cin", contacts.frame, world)
+      jac = frame @ (side(system_a, local_a) - side(system_b, local_b))     # (3, nv_s)
+      if not system_model.num_gv:
+        return jac, jnp.zeros((0, 3), jac.dtype)
+      return jac, articulated_integrate.solve_mass(term.mass_factor, jac.T)
 
-  blocks = system_groups.map_systems(
-      system_block, model.articulated, tuple(t.kinematics for t in terms),
-      tuple(jnp.asarray(s, jnp.int32) for s in range(len(terms))))
-  touches = [(system_a == s) | (system_b == s) for s in range(len(terms))]
-  return jnp.concatenate(blocks, axis=-1), jnp.stack(touches, axis=-1)
+    blocks = system_groups.map_systems(system_block, model.articulated, kinematics, terms,
+                                       indices)
+    jac = jnp.concatenate([jac for jac, _ in blocks], axis=-1)
+    inverse_jt = jnp.concatenate([w for _, w in blocks], axis=0)
+    return jac, inverse_jt, jac @ inverse_jt
+
+  touching = (system_a >= 0) | (system_b >= 0)
+  touches = jnp.stack([(system_a == s) | (system_b == s) for s in range(len(terms))], axis=-1)
+  capacity = contacts.active.shape[0]
+  if not capacity:    # no contact slots (collisions off): nothing to map over
+    dtype = contacts.position.dtype
+    return (jnp.zeros((0, 3, total_dofs), dtype), jnp.zeros((0, total_dofs, 3), dtype),
+            jnp.zeros((0, 3, 3), dtype), touches)
+  jac, inverse_jt, block = batched_cond.masked_map(
+      one_row, touching, system_a, local_a, system_b, local_b, contacts.position,
+      contacts.frame, chunk=ARTICULATED_ROW_CHUNK)
+  return jac, inverse_jt, block, touches
 
 
 def _limit_jacobians(model: Model, vector, offsets, total_dofs):
@@ -255,30 +289,40 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   # Articulated part.
   has_systems = total_dofs > 0
   if has_systems:
-    jac, touches = _contact_jacobians(model, contacts, terms)
+    jac, inverse_jt, articulated_block, touches = _contact_rows_articulated(model, contacts,
+                                                                           terms)
+    extra_jac, extra_touches = [], []
     if num_limits:
       jac_l, touches_l = _limit_jacobians(model, limits["vector"], offsets, total_dofs)
-      jac = jnp.concatenate([jac, jac_l])
-      touches = jnp.concatenate([touches, touches_l])
+      extra_jac.append(jac_l)
+      extra_touches.append(touches_l)
     if num_pins:
       jac_p, pin_error, touches_p = pins_lib.pin_rows(
           model, tuple(t.kinematics for t in terms), offsets, total_dofs)
-      jac = jnp.concatenate([jac, jac_p])
-      touches = jnp.concatenate([touches, touches_p])
-    def inverse_mass_times_rows(system_model, term, js):
-      """(R, nv, 3) M_eff^-1 J_s^T of one system's columns js (R*3, nv)."""
-      if not system_model.num_gv:
-        return jnp.zeros((rows, 0, 3), dtype)
-      ws = articulated_integrate.solve_mass(term.mass_factor, js.T)      # (nv, R*3)
-      return jnp.swapaxes(ws.T.reshape(rows, 3, system_model.num_gv), 1, 2)
+      extra_jac.append(jac_p)
+      extra_touches.append(touches_p)
+    if num_extra:
+      jac_x = jnp.concatenate(extra_jac)
 
-    column_blocks = tuple(
-        jac[:, :, offsets[s]:offsets[s] + model.articulated[s].num_gv].reshape(
-            rows * 3, model.articulated[s].num_gv) for s in range(num_systems))
-    blocks = system_groups.map_systems(inverse_mass_times_rows, model.articulated, terms,
-                                       column_blocks)
-    inverse_jt = jnp.concatenate(blocks, axis=1)                          # (R, NV, 3)
-    delassus = delassus + jnp.einsum("rin,rnj->rij", jac, inverse_jt)
+      def inverse_mass_times_rows(system_model, term, js):
+        """(X, nv, 3) M_eff^-1 J_s^T of one system's columns js (X*3, nv)."""
+        if not system_model.num_gv:
+          return jnp.zeros((num_extra, 0, 3), dtype)
+        ws = articulated_integrate.solve_mass(term.mass_factor, js.T)      # (nv, X*3)
+        return jnp.swapaxes(ws.T.reshape(num_extra, 3, system_model.num_gv), 1, 2)
+
+      column_blocks = tuple(
+          jac_x[:, :, offsets[s]:offsets[s] + model.articulated[s].num_gv].reshape(
+              num_extra * 3, model.articulated[s].num_gv) for s in range(num_systems))
+      blocks = system_groups.map_systems(inverse_mass_times_rows, model.articulated, terms,
+                                         column_blocks)
+      inverse_jt_x = jnp.concatenate(blocks, axis=1)                       # (X, NV, 3)
+      jac = jnp.concatenate([jac, jac_x])
+      inverse_jt = jnp.concatenate([inverse_jt, inverse_jt_x])             # (R, NV, 3)
+      articulated_block = jnp.concatenate(
+          [articulated_block, jnp.einsum("rin,rnj->rij", jac_x, inverse_jt_x)])
+      touches = jnp.concatenate([touches] + extra_touches)
+    delassus = delassus + articulated_block
     # A link that can move only in a subspace (a 2-dof arm touching its own base cannot move
     # along the contact's x axis) gives a singular block, which the exact local solve would
     # answer with zero impulse. A relative compliance (`_regularization`) of the trace makes
