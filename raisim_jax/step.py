@@ -17,6 +17,7 @@ under vmap (dynamics/system_groups.py), not once per system.
 import jax
 import jax.numpy as jnp
 
+from raisim_jax import compile as compile_lib
 from raisim_jax.collision import detection
 from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body, sleeping,
                                  system_groups)
@@ -25,6 +26,7 @@ from raisim_jax.types import Control, Model, State
 
 def integrate1(model: Model, state: State) -> State:
   """Collision detection (RaiSim's integrate1): contacts land in `state.contacts`."""
+  compile_lib.resolve_dtype(model.dtype)   # float64 outside 64-bit mode: a clear error
   contacts = detection.detect_contacts(model, state)
   contacts = contacts.replace(
       impulse=contact_dynamics.warm_start_impulse(state.contacts, contacts))
@@ -53,6 +55,7 @@ def _apply_articulated_control(state: State, control: Control | None) -> State:
 
 def integrate2(model: Model, state: State, control: Control | None = None) -> State:
   """Velocity update, contact solve and pose update (RaiSim's integrate2)."""
+  compile_lib.resolve_dtype(model.dtype)   # float64 outside 64-bit mode: a clear error
   state = _apply_articulated_control(state, control)
   dt = model.time_step
   bodies = state.bodies

@@ -26,37 +26,31 @@ def _spd(rng, n, batch=()):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 14, 18, 40])
-def test_cholesky_and_cho_solve_match_lapack(n):
+def test_cholesky_and_inverse_match_lapack(n):
   rng = np.random.default_rng(n)
   a = _spd(rng, n, (4,))
-  factor = np.asarray(dense.cholesky(jnp.asarray(a)))
-  np.testing.assert_allclose(factor, np.linalg.cholesky(a), rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(dense.cholesky(jnp.asarray(a)), np.linalg.cholesky(a),
+                             rtol=1e-12, atol=1e-12)
   rhs = rng.normal(size=(4, n, 5))
-  np.testing.assert_allclose(dense.cho_solve(jnp.asarray(factor), jnp.asarray(rhs)),
-                             np.linalg.solve(a, rhs), rtol=1e-10, atol=1e-12)
-  vector = rhs[..., 0]
-  np.testing.assert_allclose(dense.cho_solve(jnp.asarray(factor), jnp.asarray(vector)),
-                             np.linalg.solve(a, vector[..., None])[..., 0], rtol=1e-10,
-                             atol=1e-12)
+  np.testing.assert_allclose(dense.spd_inverse(jnp.asarray(a)) @ rhs, np.linalg.solve(a, rhs),
+                             rtol=1e-10, atol=1e-12)
 
 
-def test_triangular_solves_match_numpy():
+def test_solve_lower_matches_numpy():
   rng = np.random.default_rng(7)
   lower = np.tril(rng.normal(size=(6, 6))) + 4 * np.eye(6)
   rhs = rng.normal(size=(6, 3))
   np.testing.assert_allclose(dense.solve_lower(jnp.asarray(lower), jnp.asarray(rhs)),
                              np.linalg.solve(lower, rhs), rtol=1e-12)
-  np.testing.assert_allclose(dense.solve_upper_transposed(jnp.asarray(lower), jnp.asarray(rhs)),
-                             np.linalg.solve(lower.T, rhs), rtol=1e-12)
 
 
-def test_cho_solve_gradient_matches_lapack_path():
-  """d/dA of a loss through our factor and solve equals it through jax.scipy's (LAPACK)."""
+def test_inverse_gradient_matches_lapack_path():
+  """d/dA of a loss through our inverse equals it through jax.scipy's Cholesky (LAPACK)."""
   rng = np.random.default_rng(3)
   a, rhs = jnp.asarray(_spd(rng, 7)), jnp.asarray(rng.normal(size=(7, 2)))
 
   def ours(a):
-    return jnp.sum(jnp.sin(dense.cho_solve(dense.cholesky(a), rhs)))
+    return jnp.sum(jnp.sin(dense.spd_inverse(a) @ rhs))
 
   def lapack(a):
     factor = jnp.linalg.cholesky(a)
@@ -134,26 +128,64 @@ def test_a_step_compiles_without_lapack_calls():
   assert not {t for t in targets if "lapack" in t.lower()}, targets
 
 
-_BATCHED_TWO_ROBOTS = textwrap.dedent("""
-    import os, sys
+_PREAMBLE = textwrap.dedent("""
+    import os, sys, warnings
     import jax
     import jax.numpy as jnp
     import raisim_jax as rj
     sys.path.insert(0, os.path.dirname({test!r}))
-    from test_dense_linalg import _two_robot_world
-    model, state = _two_robot_world(jnp.float32).compile()
-    states = rj.batching.replicate(state, 1024)
-    run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, 5)[0]))
-    run(states).articulated[0].generalized_coordinate.block_until_ready()
-    print("stepped")
 """)
 
+_BATCHED_RUNS = {
+    "two robots": """
+from test_dense_linalg import _two_robot_world
+world = _two_robot_world(jnp.float32)
+""",
+    # The configuration that hung with the contact rows in chunks under a cond (stop 30).
+    "gymnasium ant": """
+import gymnasium
+path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "ant.xml")
+with warnings.catch_warnings():
+  warnings.simplefilter("ignore")
+  world = rj.World(path, dtype=jnp.float32)
+world.setContactSolverDifferentiable(False)
+""",
+}
 
-def test_two_robots_at_batch_1024_do_not_hang():
-  """Regression: with jnp.linalg's Cholesky this program hung inside XLA on a 2-core machine
-  (two robots' factorizations at once, every pool thread waiting on the other's work)."""
-  script = _BATCHED_TWO_ROBOTS.format(test=os.path.abspath(__file__))
+_ROLLOUT = """
+model, state = world.compile()
+run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, 10)[0]))
+out = run(rj.batching.replicate(state, 1024))
+jax.block_until_ready(out)
+print("stepped")
+"""
+
+
+@pytest.mark.parametrize("scene", sorted(_BATCHED_RUNS))
+def test_batch_1024_runs_do_not_hang(scene):
+  """Regression: with jnp.linalg's Cholesky, two robots at batch 1,024 hung inside XLA on a
+  2-core machine (two factorizations at once, every pool thread waiting on the other's
+  work); so did the ant once its contact rows ran in chunks under a cond."""
+  script = _PREAMBLE.format(test=os.path.abspath(__file__)) + _BATCHED_RUNS[scene] + _ROLLOUT
   result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
   assert result.returncode == 0, result.stderr[-2000:]
   assert "stepped" in result.stdout
+
+
+@pytest.mark.parametrize("n", [1, 6, 18])
+def test_spd_inverse_matches_numpy_and_is_symmetric(n):
+  a = _spd(np.random.default_rng(20 + n), n, (3,))
+  inverse = np.asarray(dense.spd_inverse(jnp.asarray(a)))
+  np.testing.assert_allclose(inverse, np.linalg.inv(a), rtol=1e-10, atol=1e-13)
+  np.testing.assert_array_equal(inverse, np.swapaxes(inverse, -1, -2))
+
+
+def test_stepping_a_float64_world_outside_64_bit_mode_names_the_fix():
+  """A float64 (model, state) stepped after leaving x64 mode raised a scan carry dtype
+  mismatch deep inside rollout; it now says what to do."""
+  model, state = _two_robot_world().compile()
+  with jax.enable_x64(False):
+    for run in (lambda: rj.step(model, state), lambda: rj.rollout(model, state, 2)):
+      with pytest.raises(ValueError, match="64-bit mode"):
+        run()

@@ -81,7 +81,8 @@ class ArticulatedStepTerms:
 
   Attributes:
     kinematics: Kinematics at the start-of-step state (with velocities).
-    mass_factor: (nv, nv) lower Cholesky factor of M_eff (module docstring).
+    mass_inverse: (nv, nv) M_eff^-1 (module docstring), formed once per step so that every
+      solve with M_eff (free velocity, contact and limit rows) is a matrix product.
     free_velocity: (nv,) u_free, the end-of-step velocity without contact impulses.
     position_error: (nv,) PD error e = target (-) q at the start of the step.
     clamped: (nv,) bool, dofs whose actuation force sits on a limit this step.
@@ -90,7 +91,7 @@ class ArticulatedStepTerms:
     damping: (nv,) PD damping in M_eff (same).
   """
   kinematics: kin_lib.Kinematics
-  mass_factor: jax.Array
+  mass_inverse: jax.Array
   free_velocity: jax.Array
   position_error: jax.Array
   clamped: jax.Array
@@ -132,16 +133,16 @@ def step_terms(model, gc, gv, feedforward_force, p_target, d_target, gravity, dt
   spring_error = _scalar_or_spherical_spring_error(model, gc)
   passive = model.stiffness * (spring_error - dt * gv) - model.damping * gv
   extra = dt * (model.damping + kd) + dt * dt * (model.stiffness + kp)
-  factor = dense.cholesky(mass + jnp.diag(extra))
-  free = gv + dt * solve_mass(factor, actuation + passive - bias)
-  return ArticulatedStepTerms(kinematics=kin, mass_factor=factor, free_velocity=free,
+  inverse = dense.spd_inverse(mass + jnp.diag(extra))
+  free = gv + dt * solve_mass(inverse, actuation + passive - bias)
+  return ArticulatedStepTerms(kinematics=kin, mass_inverse=inverse, free_velocity=free,
                               position_error=position_error, clamped=clamped,
                               actuation_force=actuation, stiffness=kp, damping=kd)
 
 
-def solve_mass(factor, rhs):
-  """M_eff^-1 rhs for rhs (nv,) or (nv, k), from the Cholesky factor."""
-  return dense.cho_solve(factor, rhs)
+def solve_mass(inverse, rhs):
+  """M_eff^-1 rhs for rhs (nv,) or (nv, k), from ArticulatedStepTerms.mass_inverse."""
+  return inverse @ rhs
 
 
 def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, gv_next, dt):

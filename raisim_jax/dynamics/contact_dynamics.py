@@ -10,7 +10,7 @@ Jacobian minus B's, in the contact frame). The Delassus block is
     G_ii = F_i (K_a(r_a) + K_b(r_b)) F_i^T + J_i W_i,   W_i = M_eff^-1 J_i^T,
 K(r) = m^-1 I - [r]x I_w^-1 [r]x, and M_eff the block-diagonal effective mass matrix of the
 systems with their implicit PD, springs and damping (dynamics/articulated_integrate.py),
-factorised once per step. Each Gauss-Seidel visit solves block i exactly with the others fixed
+inverted once per step. Each Gauss-Seidel visit solves block i exactly with the others fixed
 and applies its impulse change to the bodies at once (v_a += m^-1 F^T dl, ...; u += W_i dl):
 the dense v = G lambda + c sweep without forming the off-diagonal blocks.
 
@@ -135,8 +135,8 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
   Returns:
     jac (C, 3, NV): A's Jacobian minus B's over the stacked generalized velocities, in the
       contact frame; inverse_jt (C, NV, 3): M_eff^-1 J^T (block-diagonal M_eff, one
-      Cholesky solve per system); block (C, 3, 3): the articulated part J M_eff^-1 J^T of the
-      Delassus blocks; touches (C, S) bool: which systems each contact touches.
+      product with M_eff^-1 per system); block (C, 3, 3): the articulated part
+      J M_eff^-1 J^T of the Delassus blocks; touches (C, S) bool: which systems each contact touches.
     Rows of inactive contacts and of contacts between single bodies are zero.
 
   The rows run through `batched_cond.masked_map`: chunks of ARTICULATED_ROW_CHUNK contacts
@@ -166,7 +166,7 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
       jac = frame @ (side(system_a, local_a) - side(system_b, local_b))     # (3, nv_s)
       if not system_model.num_gv:
         return jac, jnp.zeros((0, 3), jac.dtype)
-      return jac, articulated_integrate.solve_mass(term.mass_factor, jac.T)
+      return jac, articulated_integrate.solve_mass(term.mass_inverse, jac.T)
 
     blocks = system_groups.map_systems(system_block, model.articulated, kinematics, terms,
                                        indices)
@@ -218,7 +218,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     state: State at the start of the step (poses, start-of-step velocities).
     velocity: free single-body StepVelocity (no contacts) of this step.
     contacts: this step's contacts (from integrate1); their `impulse` is the warm start.
-    terms: tuple of ArticulatedStepTerms, one per system (free velocities, M_eff factors).
+    terms: tuple of ArticulatedStepTerms, one per system (free velocities, M_eff^-1).
     frozen_rows: None, or (C,) bool contacts left out of the solve and the position
       correction (those of sleeping islands): they stay active in the returned contacts with
       their warm-start impulse and their inverse apparent inertia.
@@ -308,7 +308,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
         """(X, nv, 3) M_eff^-1 J_s^T of one system's columns js (X*3, nv)."""
         if not system_model.num_gv:
           return jnp.zeros((num_extra, 0, 3), dtype)
-        ws = articulated_integrate.solve_mass(term.mass_factor, js.T)      # (nv, X*3)
+        ws = articulated_integrate.solve_mass(term.mass_inverse, js.T)      # (nv, X*3)
         return jnp.swapaxes(ws.T.reshape(num_extra, 3, system_model.num_gv), 1, 2)
 
       column_blocks = tuple(

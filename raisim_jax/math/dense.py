@@ -55,25 +55,13 @@ def solve_lower(factor, rhs):
   return jnp.stack(rows, axis=-2)
 
 
-def solve_upper_transposed(factor, rhs):
-  """(..., n, k) x with L^T x = rhs, L = `factor` (..., n, n) lower triangular (back
-  substitution from the last row; the rows above lose L_ji x_j)."""
-  n = factor.shape[-1]
-  rest = rhs
-  rows = [None] * n
-  for j in reversed(range(n)):
-    x_j = rest[..., j, :] / factor[..., j, j, None]
-    rows[j] = x_j
-    rest = rest[..., :j, :] - factor[..., j, :j, None] * x_j[..., None, :]
-  return jnp.stack(rows, axis=-2)
-
-
-def cho_solve(factor, rhs):
-  """a^-1 rhs from the Cholesky factor L of a (..., n, n); rhs (..., n) or (..., n, k)."""
-  vector = rhs.ndim == factor.ndim - 1
-  b = rhs[..., None] if vector else rhs
-  x = solve_upper_transposed(factor, solve_lower(factor, b))
-  return x[..., 0] if vector else x
+def spd_inverse(a):
+  """(..., n, n) a^-1 of symmetric positive definite a: L^-T L^-1 from its Cholesky factor
+  (symmetric by construction)."""
+  n = a.shape[-1]
+  identity = jnp.broadcast_to(jnp.eye(n, dtype=a.dtype), a.shape)
+  lower_inverse = solve_lower(cholesky(a), identity)
+  return jnp.swapaxes(lower_inverse, -1, -2) @ lower_inverse
 
 
 def _jacobi_rotation(a, v, p, q):

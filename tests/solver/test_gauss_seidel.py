@@ -248,7 +248,7 @@ def momentum_residual(model, state, velocity, terms, contacts, solution):
     residual = max(residual, np.abs(mass[b] * dv - linear[b]).max(),
                    np.abs(inertia[b] @ dw - angular[b]).max())
   for s, term in enumerate(terms):
-    factor = np.asarray(term.mass_factor)
+    mass_inverse = np.asarray(term.mass_inverse)
     du = np.asarray(solution.generalized_velocity[s] - term.free_velocity)
     limit_impulse = np.zeros_like(du)
     if solution.joint_limits is not None:
@@ -256,7 +256,7 @@ def momentum_residual(model, state, velocity, terms, contacts, solution):
                                               model.joint_limits.dof)):
         if system == s:
           limit_impulse[dof] += np.asarray(solution.joint_limits.impulse)[row]
-    residual = max(residual, np.abs(factor @ factor.T @ du - generalized[s]
+    residual = max(residual, np.abs(np.linalg.solve(mass_inverse, du) - generalized[s]
                                     - limit_impulse).max())
   return residual
 
