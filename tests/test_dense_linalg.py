@@ -100,13 +100,63 @@ def test_pin_pseudo_inverse_matches_numpy_pinv():
   np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-9)
 
 
-def test_symmetric_eigen3_has_finite_gradients_on_degenerate_blocks():
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_symmetric_eigen3_has_finite_gradients_on_degenerate_blocks(dtype):
   def loss(b):
     values, vectors = dense.symmetric_eigen3(b)
-    return jnp.sum(values ** 2) + jnp.sum(vectors[..., 0] ** 2)
+    return jnp.sum(values * jnp.arange(1.0, 4.0, dtype=dtype)) + jnp.sum(vectors[..., 0, :])
 
-  for block in _degenerate_blocks():
-    assert np.isfinite(np.asarray(jax.grad(loss)(jnp.asarray(block)))).all()
+  tiny = np.diag([1.0, 2.0, 3.0])
+  tiny[0, 1] = tiny[1, 0] = 1e-30     # a_pq whose square underflows in float32
+  for block in _degenerate_blocks() + [tiny]:
+    assert np.isfinite(np.asarray(jax.grad(loss)(jnp.asarray(block, dtype)))).all()
+
+
+def test_eigenvalue_derivative_off_a_diagonal_block():
+  """d lambda / d a_01 of diag(1, 2, 3) is 0 and the eigenvector turns by a_01 / (1 - 2):
+  the rotation's derivative at an exactly zero off-diagonal entry."""
+  e01 = jnp.zeros((3, 3)).at[0, 1].set(1.0).at[1, 0].set(1.0)
+  _, (d_values, d_vectors) = jax.jvp(dense.symmetric_eigen3, (jnp.diag(jnp.arange(1.0, 4.0)),),
+                                     (e01,))
+  np.testing.assert_allclose(d_values, 0.0, atol=1e-12)
+  # First-order perturbation: dv_0 = sum_k e_k (e_k^T dA e_0) / (lambda_0 - lambda_k).
+  np.testing.assert_allclose(np.abs(d_vectors[1, 0]), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("block", [np.eye(3), 2.0 * np.eye(3), np.diag([1.0, 2.0, 3.0]),
+                                   np.array([[2.0, -1.0, 0.0], [-1.0, 2.0, -1.0],
+                                             [0.0, -1.0, 2.0]])])
+def test_pseudo_inverse_derivative_of_a_full_rank_block(block):
+  """d(A^-1) = -A^-1 dA A^-1 along a symmetric direction, repeated eigenvalues included."""
+  direction = np.random.default_rng(5).normal(size=(3, 3))
+  direction = direction + direction.T
+  _, tangent = jax.jvp(lambda b: contact_dynamics._pseudo_inverse(b[None])[0],
+                       (jnp.asarray(block),), (jnp.asarray(direction),))
+  inverse = np.linalg.inv(block)
+  np.testing.assert_allclose(tangent, -inverse @ direction @ inverse, rtol=1e-9, atol=1e-12)
+
+
+def test_pseudo_inverse_derivative_of_a_rank_deficient_block_matches_finite_differences():
+  """A = B B^T with B (3, 2) keeps rank 2 along dB: jvp against numpy pinv differences."""
+  rng = np.random.default_rng(8)
+  b, db = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+
+  def ours(b):
+    return contact_dynamics._pseudo_inverse((b @ b.T)[None])[0]
+
+  _, tangent = jax.jvp(ours, (jnp.asarray(b),), (jnp.asarray(db),))
+  h = 1e-6
+  pinv = lambda x: np.linalg.pinv(x @ x.T, rcond=1e-9, hermitian=True)
+  expected = (pinv(b + h * db) - pinv(b - h * db)) / (2 * h)
+  np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_zero_dimensional_matrices_pass_through():
+  """A robot without moving joints has a 0 x 0 M_eff."""
+  empty = jnp.zeros((0, 0))
+  assert dense.cholesky(empty).shape == (0, 0)
+  assert dense.spd_inverse(empty).shape == (0, 0)
+  assert dense.solve_lower(empty, jnp.zeros((0, 3))).shape == (0, 3)
 
 
 def _two_robot_world(dtype=jnp.float64):
@@ -118,10 +168,19 @@ def _two_robot_world(dtype=jnp.float64):
   return world
 
 
-def test_a_step_compiles_without_lapack_calls():
-  """The CPU executable of a batched step of two different robots calls no LAPACK kernel
-  (jaxlib's kernels block XLA's pool threads: see raisim_jax/math/dense.py)."""
-  model, state = _two_robot_world().compile()
+def _pinned_world():
+  world = rj.World()
+  world.addGround()
+  world.addArticulatedSystem(os.path.join(RSC, "fourbar.urdf"))
+  return world
+
+
+@pytest.mark.parametrize("build", [_two_robot_world, _pinned_world])
+def test_a_step_compiles_without_lapack_calls(build):
+  """The CPU executable of a batched step (two different robots; a closed loop, whose pin
+  rows take a pseudo-inverse) calls no LAPACK kernel (jaxlib's kernels block XLA's pool
+  threads: see raisim_jax/math/dense.py)."""
+  model, state = build().compile()
   step = jax.jit(jax.vmap(lambda s: rj.step(model, s)))
   text = step.lower(rj.batching.replicate(state, 4)).compile().as_text()
   targets = set(re.findall(r'custom_call_target="([^"]+)"', text))
@@ -154,7 +213,7 @@ world.setContactSolverDifferentiable(False)
 
 _ROLLOUT = """
 model, state = world.compile()
-run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, 10)[0]))
+run = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, 50)[0]))
 out = run(rj.batching.replicate(state, 1024))
 jax.block_until_ready(out)
 print("stepped")

@@ -96,10 +96,7 @@ def _regularization(dtype):
 def _pseudo_inverse(blocks):
   """(R, 3, 3) Moore-Penrose inverses of symmetric PSD blocks: eigenvalues below 1e-9 of the
   largest (1e-5 in float32) count as zero, so a direction no joint can move takes no impulse."""
-  values, vectors = dense.symmetric_eigen3(blocks)
-  cutoff = (1e-9 if jnp.finfo(blocks.dtype).bits > 32 else 1e-5) * values[:, -1:]
-  inverse = jnp.where(values > cutoff, 1.0 / jnp.where(values > cutoff, values, 1.0), 0.0)
-  return jnp.einsum("rij,rj,rkj->rik", vectors, inverse, vectors)
+  return dense.psd_pseudo_inverse3(blocks, 1e-9 if jnp.finfo(blocks.dtype).bits > 32 else 1e-5)
 
 
 def warm_start_impulse(previous: Contacts, contacts: Contacts):
@@ -136,7 +133,8 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
     jac (C, 3, NV): A's Jacobian minus B's over the stacked generalized velocities, in the
       contact frame; inverse_jt (C, NV, 3): M_eff^-1 J^T (block-diagonal M_eff, one
       product with M_eff^-1 per system); block (C, 3, 3): the articulated part
-      J M_eff^-1 J^T of the Delassus blocks; touches (C, S) bool: which systems each contact touches.
+      J M_eff^-1 J^T of the Delassus blocks; touches (C, S) bool: which systems each
+      contact touches.
     Rows of inactive contacts and of contacts between single bodies are zero.
 
   The rows run through `batched_cond.masked_map`: chunks of ARTICULATED_ROW_CHUNK contacts

@@ -14,6 +14,9 @@ cost and batch under `vmap` like any other operation.
 All functions take leading batch axes and are differentiable (plain jnp operations).
 """
 
+import functools
+
+import jax
 import jax.numpy as jnp
 
 # Sweeps of the cyclic Jacobi eigen-solver of 3x3 blocks: convergence is quadratic, and six
@@ -29,6 +32,8 @@ def cholesky(a):
   symmetrized first, as jnp.linalg.cholesky does, so the gradient w.r.t. `a` is symmetric
   (the same as jnp.linalg's); a non-positive pivot gives NaN (as LAPACK's `potrf` does)."""
   n = a.shape[-1]
+  if n == 0:      # a robot without moving joints
+    return a
   trailing = 0.5 * (a + jnp.swapaxes(a, -1, -2))
   columns = []
   for j in range(n):
@@ -46,6 +51,8 @@ def solve_lower(factor, rhs):
   Forward substitution by columns of L: x_j = rest_j / L_jj, then the rows below lose
   L_ij x_j."""
   n = factor.shape[-1]
+  if n == 0:
+    return rhs
   rest = rhs
   rows = []
   for j in range(n):
@@ -60,20 +67,28 @@ def spd_inverse(a):
   (symmetric by construction)."""
   n = a.shape[-1]
   identity = jnp.broadcast_to(jnp.eye(n, dtype=a.dtype), a.shape)
+  if n == 0:
+    return a
   lower_inverse = solve_lower(cholesky(a), identity)
-  return jnp.swapaxes(lower_inverse, -1, -2) @ lower_inverse
+  inverse = jnp.swapaxes(lower_inverse, -1, -2) @ lower_inverse
+  return 0.5 * (inverse + jnp.swapaxes(inverse, -1, -2))   # exactly symmetric
 
 
 def _jacobi_rotation(a, v, p, q):
   """One Jacobi rotation of symmetric (..., 3, 3) `a` zeroing a_pq (p < q); `v` collects
-  the rotations (a = v diag v^T at convergence). Rutishauser's stable angle formulas."""
-  a_pq = a[..., p, q]
-  off = a_pq != 0.0
-  theta = (a[..., q, q] - a[..., p, p]) / (2.0 * jnp.where(off, a_pq, 1.0))
-  theta = jnp.clip(theta, -1e15, 1e15)     # theta^2 stays finite (float32 too); t ~ 1/(2 theta)
-  t = jnp.sign(theta) / (jnp.abs(theta) + jnp.sqrt(theta * theta + 1.0))
-  t = jnp.where(theta == 0.0, 1.0, t)
-  t = jnp.where(off, t, 0.0)
+  the rotations (a = v diag v^T at convergence).
+
+  t = tan(angle) = sgn(d) 2 a_pq / (|d| + hypot(d, 2 a_pq)), d = a_qq - a_pp: the smaller root
+  of t^2 + 2 t d / (2 a_pq) - 1 = 0 written without dividing by a_pq, so its derivative is
+  right at a_pq = 0 (1 / d, not 0) and stays finite in float32 where a_pq is tiny."""
+  d = a[..., q, q] - a[..., p, p]
+  twice_off = 2.0 * a[..., p, q]
+  both_zero = (d == 0.0) & (twice_off == 0.0)
+  safe_d = jnp.where(both_zero, 1.0, d)                 # double where: no NaN from hypot(0, 0)
+  safe_off = jnp.where(both_zero, 0.0, twice_off)
+  sign = jnp.where(safe_d < 0.0, -1.0, 1.0)
+  t = sign * safe_off / (jnp.abs(safe_d) + jnp.hypot(safe_d, safe_off))
+  t = jnp.where(both_zero, 0.0, t)
   c = 1.0 / jnp.sqrt(t * t + 1.0)
   s = t * c
   rotation = jnp.broadcast_to(jnp.eye(3, dtype=a.dtype), a.shape)
@@ -98,3 +113,37 @@ def symmetric_eigen3(a):
   values = jnp.take_along_axis(values, order, axis=-1)
   vectors = jnp.take_along_axis(v, order[..., None, :], axis=-1)
   return values, vectors
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def psd_pseudo_inverse3(blocks, relative_cutoff):
+  """(..., 3, 3) Moore-Penrose inverses of symmetric positive semi-definite blocks:
+  eigenvalues below `relative_cutoff` times the largest count as zero.
+
+  Differentiated by the formula for a pseudo-inverse of constant rank (Golub & Pereyra),
+  for symmetric A with A+ its pseudo-inverse and P = I - A A+:
+      dA+ = -A+ dA A+ + A+ A+ dA P + P dA A+ A+,
+  not through the eigen-solver, whose eigenvectors have no derivative at repeated
+  eigenvalues (an identity block)."""
+  inverse, _ = _pseudo_inverse_and_range(blocks, relative_cutoff)
+  return inverse
+
+
+def _pseudo_inverse_and_range(blocks, relative_cutoff):
+  values, vectors = symmetric_eigen3(blocks)
+  kept = values > relative_cutoff * values[..., -1:]
+  reciprocal = jnp.where(kept, 1.0 / jnp.where(kept, values, 1.0), 0.0)
+  inverse = jnp.einsum("...ij,...j,...kj->...ik", vectors, reciprocal, vectors)
+  projector = jnp.einsum("...ij,...j,...kj->...ik", vectors, kept.astype(blocks.dtype), vectors)
+  return inverse, projector
+
+
+@psd_pseudo_inverse3.defjvp
+def _psd_pseudo_inverse3_jvp(relative_cutoff, primals, tangents):
+  (blocks,), (d_blocks,) = primals, tangents
+  inverse, projector = _pseudo_inverse_and_range(blocks, relative_cutoff)
+  null = jnp.eye(3, dtype=blocks.dtype) - projector
+  d_blocks = 0.5 * (d_blocks + jnp.swapaxes(d_blocks, -1, -2))
+  squared = inverse @ inverse
+  tangent = -inverse @ d_blocks @ inverse + squared @ d_blocks @ null + null @ d_blocks @ squared
+  return inverse, tangent

@@ -209,7 +209,7 @@ def ncp_residuals(v, impulse, mu, target):
 def momentum_residual(model, state, velocity, terms, contacts, solution):
   """Largest violation of M (v - v_free) = J^T lambda, recomputed per single body (force and
   torque about the COM) and per system (generalized impulse through point Jacobians taken by
-  differentiating forward kinematics, M_eff from the step's Cholesky factor)."""
+  differentiating forward kinematics, M_eff from the step's M_eff^-1)."""
   c = jax.tree.map(np.asarray, contacts)
   n = model.num_bodies
   owner_system, owner_local = collision_bodies.body_owner_tables(model)
