@@ -248,3 +248,23 @@ def test_stepping_a_float64_world_outside_64_bit_mode_names_the_fix():
     for run in (lambda: rj.step(model, state), lambda: rj.rollout(model, state, 2)):
       with pytest.raises(ValueError, match="64-bit mode"):
         run()
+
+
+def test_a_robot_without_moving_joints_steps():
+  """Found by the URDF fuzzer: one link fixed to the world (nv = 0) failed in jnp.stack."""
+  text = ('<robot name="welded"><link name="world"/><joint name="base" type="fixed">'
+          '<parent link="world"/><child link="l0"/><origin xyz="0 0 1"/></joint>'
+          '<link name="l0"><collision><geometry><sphere radius="1"/></geometry></collision>'
+          '</link></robot>')
+  world = rj.World()
+  world.addGround()
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(3.0, 0.0, 0.5)
+  robot = world.addArticulatedSystem(text)
+  assert robot.getDOF() == 0
+  for _ in range(5):
+    world.integrate()
+  assert np.isfinite(ball.getPosition()).all()
+  # Semi-implicit Euler free fall (the ball is far from the robot and the ground).
+  dt, g = world.getTimeStep(), 9.81
+  np.testing.assert_allclose(ball.getPosition()[2], 0.5 - g * dt * dt * 5 * 6 / 2, atol=1e-9)
