@@ -10,7 +10,8 @@
                 + penetration correction (erp), world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
 Per-system work (kinematics, M_eff, end of step) runs once per structure group of systems
-under vmap (dynamics/system_groups.py), not once per system.
+under vmap (dynamics/system_groups.py), not once per system. Both trace with float32 matrix
+products at full precision (math/matmul_precision.py: TF32 on GPUs cost M_eff^-1 its digits).
     rollout   = lax.scan of step
 """
 
@@ -21,9 +22,11 @@ from raisim_jax import compile as compile_lib
 from raisim_jax.collision import detection
 from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body, sleeping,
                                  system_groups)
+from raisim_jax.math.matmul_precision import full_precision
 from raisim_jax.types import Control, Model, State
 
 
+@full_precision
 def integrate1(model: Model, state: State) -> State:
   """Collision detection (RaiSim's integrate1): contacts land in `state.contacts`."""
   compile_lib.resolve_dtype(model.dtype)   # float64 outside 64-bit mode: a clear error
@@ -53,6 +56,7 @@ def _apply_articulated_control(state: State, control: Control | None) -> State:
   return state.replace(articulated=systems)
 
 
+@full_precision
 def integrate2(model: Model, state: State, control: Control | None = None) -> State:
   """Velocity update, contact solve and pose update (RaiSim's integrate2)."""
   compile_lib.resolve_dtype(model.dtype)   # float64 outside 64-bit mode: a clear error

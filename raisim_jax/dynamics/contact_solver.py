@@ -33,6 +33,7 @@ from jax import lax
 
 from raisim_jax import batched_cond
 from raisim_jax.math import rotation
+from raisim_jax.math.matmul_precision import full_precision
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
 # halvings inside the chosen cell (cell width 2*pi/32 = 0.2 rad; 2^-30 of that ~ 2e-10 rad,
@@ -214,6 +215,7 @@ def solve_single_contact(G_ii, c_prime, mu, target):
 
 
 @solve_single_contact.defjvp
+@full_precision   # traced when differentiated, after the step's own trace has returned
 def _solve_single_contact_jvp(primals, tangents):
   G, c_prime, mu, target = primals
   dG, dc, dmu, dtarget = tangents

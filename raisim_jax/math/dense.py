@@ -19,6 +19,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from raisim_jax.math.matmul_precision import full_precision
+
 # Sweeps of the cyclic Jacobi eigen-solver of 3x3 blocks: convergence is quadratic, and six
 # sweeps (18 rotations) reach float64 round-off from any symmetric input.
 JACOBI_SWEEPS = 6
@@ -139,6 +141,7 @@ def _pseudo_inverse_and_range(blocks, relative_cutoff):
 
 
 @psd_pseudo_inverse3.defjvp
+@full_precision   # traced when differentiated, after the step's own trace has returned
 def _psd_pseudo_inverse3_jvp(relative_cutoff, primals, tangents):
   (blocks,), (d_blocks,) = primals, tangents
   inverse, projector = _pseudo_inverse_and_range(blocks, relative_cutoff)
