@@ -221,3 +221,89 @@ def test_models_simulate_with_contacts(name, seconds):
   assert np.all(np.isfinite(gc)) and bool(final.finite)
   assert float(np.max(depth)) < 0.01, float(np.max(depth))
   assert float(np.max(depth)) > 0.0                     # it did touch the floor
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_bodies_in_contact_match_mujoco(name):
+  """Which bodies touch, against MuJoCo's collision detection at random poses (limbs crossed,
+  the base low enough to hit the floor): every pair of bodies that MuJoCo finds more than 1 cm
+  deep we find in contact, and every pair we find more than 1 cm deep MuJoCo finds in
+  contact. MuJoCo never collides a body with its parent body (filterparent); a body reached
+  through its joints' massless chain has links between the two here, which collided: the
+  humanoid's thighs sat 9.6 cm deep in its pelvis at the model pose, a permanent internal
+  contact that MuJoCo does not have."""
+  import jax
+  from raisim_jax.collision import detection
+  world, robot, mj_model = _load(name)
+  data = mujoco.MjData(mj_model)
+  mapping = Mapping(mj_model, robot)
+  model, state = world.compile()
+  detect = jax.jit(lambda s: detection.detect_contacts(model, s))
+  offset = model.collision.articulated_body_offset[0]
+  floor = world.getObject("floor").getIndexInWorld()
+  mj_bodies = [mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+               for b in range(mj_model.nbody)]
+  # Bodies welded together (no joint between them) are one body in both engines: MuJoCo's
+  # weld group is named by its root body, ours is the body holding that root's frame.
+  weld_name = lambda b: mj_bodies[mj_model.body_weldid[b]] if mj_model.body_weldid[b] else "world"
+  ours_to_mj = {floor: "world"}
+  for b in range(1, mj_model.nbody):
+    if mj_model.body_weldid[b] == b:
+      ours_to_mj[offset + robot.getFrameByLinkName(mj_bodies[b]).parentId] = mj_bodies[b]
+  mj_body_of_geom = lambda g: weld_name(mj_model.geom_bodyid[g])
+
+  rng = np.random.default_rng(1)
+  checked = 0
+  for sample in range(30):
+    qpos = _random_qpos(mj_model, mapping.floating, rng)
+    if mapping.floating:
+      qpos[2] = rng.uniform(0.0, 0.6)       # low enough for some limbs to reach the floor
+    data.qpos[:] = qpos
+    mujoco.mj_forward(mj_model, data)
+    gc, _ = mapping.ours_from_mujoco(qpos)
+    system = state.articulated[0].replace(generalized_coordinate=jax.numpy.asarray(gc))
+    contacts = jax.tree.map(np.asarray, detect(state.replace(articulated=(system,))))
+    ours = {}
+    for a, b, depth in zip(contacts.body_a[contacts.active], contacts.body_b[contacts.active],
+                           contacts.depth[contacts.active]):
+      pair = frozenset((ours_to_mj[int(a)], ours_to_mj[int(b)]))
+      ours[pair] = max(ours.get(pair, -np.inf), float(depth))
+    theirs = {}
+    for c in data.contact[:data.ncon]:
+      pair = frozenset((mj_body_of_geom(c.geom1), mj_body_of_geom(c.geom2)))
+      theirs[pair] = max(theirs.get(pair, -np.inf), -float(c.dist))
+    for pair, depth in theirs.items():
+      if depth > 0.01:
+        assert pair in ours, f"{name} sample {sample}: MuJoCo's {set(pair)} ({depth:.3f} m deep) missing; ours: {ours}"
+        checked += 1
+    for pair, depth in ours.items():
+      if depth > 0.01:
+        assert pair in theirs, f"{name} sample {sample}: our {set(pair)} ({depth:.3f} m deep) not in MuJoCo's {theirs}"
+        checked += 1
+  assert checked > 0
+
+
+@pytest.mark.parametrize("flag", ["", '<option><flag filterparent="disable"/></option>'])
+def test_parent_filter_follows_mujocos_flag(tmp_path, flag):
+  """A child body overlapping its parent through two joints (a massless link between them
+  here): MuJoCo collides the two only with filterparent disabled, and so do we."""
+  from raisim_jax.collision import detection
+  path = tmp_path / "overlap.xml"
+  path.write_text(f"""<mujoco>{flag}
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" pos="0 0 -3"/>
+    <body name="base" pos="0 0 1"><freejoint/>
+      <geom type="sphere" size="0.2"/>
+      <body name="arm" pos="0.1 0 0">
+        <joint name="j1" type="hinge" axis="0 0 1"/><joint name="j2" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.15"/>
+      </body>
+    </body>
+  </worldbody></mujoco>""")
+  mj_model = mujoco.MjModel.from_xml_path(str(path))
+  data = mujoco.MjData(mj_model)
+  mujoco.mj_forward(mj_model, data)
+  world = rj.World(str(path))
+  model, state = world.compile()
+  contacts = detection.detect_contacts(model, state)
+  assert int(np.sum(np.asarray(contacts.active))) == data.ncon == (1 if flag else 0)

@@ -29,8 +29,12 @@ in the world frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf
 
 Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
 conaffinity1); here a pair of bodies of one system none of whose geom pairs passes that test
-never collides (`ignoreCollisionBetween`), and parent-child pairs never collide (MuJoCo's
-default filterparent, RaiSim's doNotCollideWithParent). Friction: each geom's sliding friction
+never collides (`ignoreCollisionBetween`), and a body never collides with its parent MJCF body
+(MuJoCo's filterparent, on unless `<option><flag filterparent="disable">`): bodies welded
+together are one link here as they are one weld group in MuJoCo, and a body reached through
+its joints' massless chain gets an `ignoreCollisionBetween` with its parent body's link
+(RaiSim's doNotCollideWithParent alone would exclude only the chain's last massless link:
+Gymnasium's humanoid then started with its thighs 9.6 cm deep in its pelvis). Friction: each geom's sliding friction
 becomes a contact material ("mjcf_friction_<value>") and every pair of them gets MuJoCo's
 combination, the larger of the two, with no restitution (MuJoCo's contacts are soft and do not
 bounce). Not mapped: torsional and rolling friction, solref/solimp/margin, geom groups.
@@ -133,6 +137,7 @@ class MjcfSystem:
   base_quat: np.ndarray
   refs: dict
   filters: dict = dataclasses.field(default_factory=dict)   # body -> [(contype, conaffinity)]
+  parents: dict = dataclasses.field(default_factory=dict)   # MJCF body -> its MJCF parent body
 
 
 @dataclasses.dataclass
@@ -145,6 +150,7 @@ class MjcfModel:
   systems: list
   actuators: list
   ignored: list
+  filter_parent: bool = True   # <option><flag filterparent>
 
 
 def is_mjcf(path):
@@ -593,6 +599,7 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
 def _read_tree(reader, element, parent, childclass, system, top_level=False):
   name, childclass = _read_body(reader, element, parent, childclass, system, system.links,
                                 system.joints, top_level)
+  system.parents[name] = parent
   for child in element.findall("body"):
     _read_tree(reader, child, name, childclass, system)
 
@@ -612,6 +619,8 @@ def load(path):
       time_step = float(reader.numbers(option, option.attrib, "timestep", 1)[0])
     if "gravity" in option.attrib:
       gravity = reader.numbers(option, option.attrib, "gravity", 3)
+  flag = root.find("option/flag")
+  filter_parent = flag is None or flag.get("filterparent", "enable") != "disable"
   for child in root:
     if isinstance(child.tag, str) and child.tag in _IGNORED:
       reader.ignored.append(f"<{child.tag}>")
@@ -669,7 +678,7 @@ def load(path):
   return MjcfModel(path=reader.path, time_step=time_step, gravity=gravity,
                    ground_height=ground, ground_material=ground_material, systems=systems,
                    actuators=actuators,
-                   ignored=sorted(set(reader.ignored)))
+                   ignored=sorted(set(reader.ignored)), filter_parent=filter_parent)
 
 
 def _is_floating(reader, body):

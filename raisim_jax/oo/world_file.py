@@ -61,11 +61,14 @@ def populate_mjcf(world, model):
   world.mjcfActuation = {}
   for system in model.systems:
     description = urdf.build_description(system.name, system.links, system.joints, model.path)
-    view = world._add_articulated(description, 1, -1, ArticulatedSystemOption(),
-                                  source=model.path)
+    view = world._add_articulated(
+        description, 1, -1, ArticulatedSystemOption(doNotCollideWithParent=model.filter_parent),
+        source=model.path)
     view.setName(system.name)
     world.mjcfActuation[system.name] = mjcf.actuation(model.actuators, description)
     _mujoco_collision_filter(view, description, system.filters)
+    if model.filter_parent:
+      _mujoco_parent_filter(view, description, system.parents)
     if system.floating:
       gc = view.getGeneralizedCoordinate()
       gc[:3], gc[3:7] = system.base_pos, system.base_quat
@@ -81,6 +84,18 @@ def _mujoco_collision_filter(view, description, filters):
       if per_body[i] and per_body[j] and not any(
           (t1 & a2) or (t2 & a1) for t1, a1 in per_body[i] for t2, a2 in per_body[j]):
         view.ignoreCollisionBetween(i, j)
+
+
+def _mujoco_parent_filter(view, description, parents):
+  """ignoreCollisionBetween each MJCF body's link and its parent MJCF body's link (MuJoCo's
+  filterparent over weld groups), where the joints' massless chain puts links between them."""
+  body_of = {link: index for index, body in enumerate(description.bodies) for link in body.links}
+  for child, parent in parents.items():
+    if parent is None or parent not in body_of or child not in body_of:
+      continue
+    i, j = body_of[child], body_of[parent]
+    if i != j and description.bodies[i].parent != j and description.bodies[j].parent != i:
+      view.ignoreCollisionBetween(i, j)
 
 
 def _add(world, obj):
