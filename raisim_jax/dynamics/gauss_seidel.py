@@ -2,8 +2,7 @@
 
 The rows (contacts, joint limits, pins) and their data are built by
 `contact_dynamics.solve_contacts`; this module only iterates them. A sweep visits the active
-rows in index order (reversed when `reverse_order`; in worlds of single bodies by colour, rows
-sharing no movable body solved together: `_schedule`), solves each 3x3 block exactly with the
+rows in index order (reversed when `reverse_order`), solves each 3x3 block exactly with the
 others fixed and applies the impulse change to the bodies at once:
     c'_i = v_i(u) - G_ii lambda_i,   lambda_i <- local_solve(G_ii, c'_i),   u += W_i d lambda_i
 with v_i the row's contact-frame relative velocity (`row_velocity`) and u the carried
@@ -53,10 +52,6 @@ class Layout(NamedTuple):
       `iteration_capacity` fixed-trip sweeps with converged ones skipped).
     block_bodies: number of single bodies when the island block correction
       (`island_block`) is compiled in, 0 when it is off.
-    colour_width: rows solved together per step of a sweep. 1: one row at a time, in index
-      order. W > 1 (worlds of single bodies only): the rows are coloured so that no two rows
-      of a colour share a movable body, and a sweep solves the colours one after another,
-      up to W rows of a colour at once (`_schedule`).
   """
   rows: int
   has_singles: bool
@@ -66,7 +61,6 @@ class Layout(NamedTuple):
   iteration_capacity: int
   early_exit: bool
   block_bodies: int = 0
-  colour_width: int = 1
 
 
 def row_velocity(layout, problem, velocity, i):
@@ -128,27 +122,37 @@ def rows_velocity_magnitude(layout, problem, free_velocity, impulses):
   return magnitude
 
 
-def _apply_rows(layout, problem, velocity, rows, impulses):
-  """`velocity` after the impulse changes `impulses` (K, 3) (contact frames) of rows `rows`
-  (K,) at once."""
+def _apply(layout, problem, velocity, i, delta):
+  """`velocity` after row i's impulse change `delta` (3,) (contact frame)."""
   linear, angular, generalized = velocity
   if layout.has_singles:
+    world_impulse = problem["frame"][i].T @ delta
     inv_mass, inv_inertia = problem["inv_mass"], problem["inv_inertia"]
-    world_impulse = jnp.einsum("rji,rj->ri", problem["frame"][rows], impulses)
     for side, sign in (("a", 1.0), ("b", -1.0)):
-      body, weight = problem["index_" + side][rows], sign * problem["weight_" + side][rows]
-      torque = jnp.einsum("rij,rj->ri", inv_inertia[body],
-                          jnp.cross(problem["r_" + side][rows], world_impulse))
-      linear = linear.at[body].add((weight * inv_mass[body])[:, None] * world_impulse)
-      angular = angular.at[body].add(weight[:, None] * torque)
+      body, weight = problem["index_" + side][i], sign * problem["weight_" + side][i]
+      linear = linear.at[body].add(weight * inv_mass[body] * world_impulse)
+      angular = angular.at[body].add(
+          weight * (inv_inertia[body] @ jnp.cross(problem["r_" + side][i], world_impulse)))
   if layout.has_systems:
-    generalized = generalized + jnp.einsum("rnj,rj->n", problem["inverse_jt"][rows], impulses)
+    generalized = generalized + problem["inverse_jt"][i] @ delta
   return linear, angular, generalized
 
 
 def apply_all(layout, problem, velocity, impulses):
   """`velocity` after every row's impulse (R, 3) (contact frames) at once."""
-  return _apply_rows(layout, problem, velocity, jnp.arange(layout.rows), impulses)
+  linear, angular, generalized = velocity
+  if layout.has_singles:
+    inv_mass, inv_inertia = problem["inv_mass"], problem["inv_inertia"]
+    world_impulse = jnp.einsum("rji,rj->ri", problem["frame"], impulses)
+    for side, sign in (("a", 1.0), ("b", -1.0)):
+      body, weight = problem["index_" + side], sign * problem["weight_" + side]
+      torque = jnp.einsum("rij,rj->ri", inv_inertia[body],
+                          jnp.cross(problem["r_" + side], world_impulse))
+      linear = linear.at[body].add((weight * inv_mass[body])[:, None] * world_impulse)
+      angular = angular.at[body].add(weight[:, None] * torque)
+  if layout.has_systems:
+    generalized = generalized + jnp.einsum("rnj,rj->n", problem["inverse_jt"], impulses)
+  return linear, angular, generalized
 
 
 def _local_solve(layout, problem, i, c_prime):
@@ -183,122 +187,30 @@ def _visit(layout, problem, carry, i):
   c_prime = row_velocity(layout, problem, velocity, i) - block @ impulses[i]
   new = _local_solve(layout, problem, i, c_prime)
   delta = new - impulses[i]
-  velocity = _apply_rows(layout, problem, velocity, i[None], delta[None])
-  return velocity, impulses.at[i].set(new), jnp.maximum(
-      change, _progress(problem, block, delta, problem["velocity_magnitude"][i]))
-
-
-def _progress(problem, block, delta, velocity_magnitude):
-  """The impulse change `delta` (3,) of a row, or 0 where its effect on the row's own
-  velocity is within the rounding of the terms that velocity is summed from
-  (`rows_velocity_magnitude`): rounding noise, not progress, which does not count towards
-  the sweep's change. Counted, part of it lost to rounding in the bodies' velocities made the
-  next sweep repeat it, a constant drift that ran to the sweep cap (float32 hopper: ~1e-6 N s
-  per sweep on its foot, followed by its ankle's limit row)."""
-  rounding = problem["rounding"] * velocity_magnitude
+  velocity = _apply(layout, problem, velocity, i, delta)
+  # An update whose effect on the row's own velocity is within the rounding of the terms that
+  # velocity is summed from (`rows_velocity_magnitude`) is rounding noise, not progress: it
+  # does not count towards the sweep's change. Counted, part of it lost to rounding in the
+  # bodies' velocities made the next sweep repeat it, a constant drift that ran to the sweep
+  # cap (float32 hopper: ~1e-6 N s per sweep on its foot, followed by its ankle's limit row).
+  rounding = problem["rounding"] * problem["velocity_magnitude"][i]
   progress = jnp.max(jnp.abs(block @ delta)) > rounding
-  return jnp.where(progress, jnp.max(jnp.abs(delta)), 0.0)
+  change = jnp.maximum(change, jnp.where(progress, jnp.max(jnp.abs(delta)), 0.0))
+  return velocity, impulses.at[i].set(new), change
 
 
-def _visit_colour(layout, problem, carry, rows, valid):
-  """Solves the rows `rows` (W,) of one colour where `valid` (W,): they share no movable
-  body, so solving them together from the same velocities is exactly a Gauss-Seidel pass
-  over them in any order. An invalid slot changes nothing (its writes are dropped)."""
-  velocity, impulses, change = carry
-  safe = jnp.where(valid, rows, 0)
-  blocks = problem["delassus"][safe]
-  c_prime = (jax.vmap(row_velocity, in_axes=(None, None, None, 0))(layout, problem, velocity,
-                                                                  safe)
-             - jnp.einsum("wij,wj->wi", blocks, impulses[safe]))
-  new = jax.vmap(_local_solve, in_axes=(None, None, 0, 0))(layout, problem, safe, c_prime)
-  delta = jnp.where(valid[:, None], new - impulses[safe], 0.0)
-  velocity = _apply_rows(layout, problem, velocity, safe, delta)
-  steps = jax.vmap(functools.partial(_progress, problem))(
-      blocks, delta, problem["velocity_magnitude"][safe])
-  dropped = jnp.where(valid, rows, layout.rows)        # out of range: the write is dropped
-  return (velocity, impulses.at[dropped].set(new, mode="drop"),
-          jnp.maximum(change, jnp.max(jnp.where(valid, steps, 0.0))))
-
-
-COLOURS_IN_MASK = 32   # colours tracked per body as bits; a row finding none free gets its own
-
-
-def _schedule(layout, problem):
-  """The order of a sweep, computed once per solve (the active rows do not change during
-  it); read with `_slot`. With W = `layout.colour_width` = 1: the active rows one at a time in
-  index order. With W > 1: the active rows are coloured greedily in index order, each taking
-  the smallest colour that no earlier row sharing a movable body (inverse mass > 0, on a side
-  the row acts on) has; rows of one colour share no movable body, so solving them together is
-  exactly a Gauss-Seidel pass over them. A sweep runs the colours one after another, each in
-  slots of up to W of its rows (a colour of 9 rows takes 3 slots of 4). The rows are placed
-  by colour with a counting sort (an argsort cost the 9-body scene at batch 1,024 11% of its
-  step)."""
-  rows, width = layout.rows, layout.colour_width
+def _order(layout, problem):
+  """(number of active rows, k -> row visited at position k of a sweep): the active rows in
+  index order, reversed when the model says so."""
   row_active = problem["row_active"]
   num_active = jnp.sum(row_active.astype(jnp.int32))
-  (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
-  if width == 1:
-    return dict(num_slots=num_active, order=active_order)
-  bodies = problem["inv_mass"].shape[0]
-  movable = problem["inv_mass"] > 0
-  colours = COLOURS_IN_MASK + rows
+  (active_order,) = jnp.nonzero(row_active, size=layout.rows, fill_value=0)
 
-  def node(side, i):
-    body = problem["index_" + side][i]
-    acts = movable[body] & (problem["weight_" + side][i] != 0)
-    return jnp.where(acts, body, bodies)                      # `bodies`: a scratch node
+  def row_at(k):
+    position = jnp.where(problem["reverse_order"] > 0, num_active - 1 - k, k)
+    return active_order[jnp.clip(position, 0, layout.rows - 1)]
 
-  def assign(k, carry):
-    taken, counts, colour, rank = carry                        # taken: (bodies + 1,) bits
-    i = active_order[k]
-    a, b = node("a", i), node("b", i)
-    free = ~(taken[a] | taken[b])
-    lowest = free & (~free + jnp.uint32(1))
-    c = jnp.where(free == 0, COLOURS_IN_MASK + k,
-                  jax.lax.population_count(lowest - jnp.uint32(1)).astype(jnp.int32))
-    bit = jnp.where(free == 0, jnp.uint32(0), lowest)
-    taken = taken.at[a].set(taken[a] | bit).at[b].set(taken[b] | bit).at[bodies].set(0)
-    return taken, counts.at[c].add(1), colour.at[i].set(c), rank.at[i].set(counts[c])
-
-  start = (jnp.zeros((bodies + 1,), jnp.uint32), jnp.zeros((colours,), jnp.int32),
-           jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), jnp.int32))
-  _, counts, colour, rank = jax.lax.fori_loop(0, num_active, assign, start)
-  colour_start = jnp.cumsum(counts) - counts
-  position = jnp.where(row_active, colour_start[colour] + rank, rows)
-  order = jnp.zeros((rows,), jnp.int32).at[position].set(jnp.arange(rows, dtype=jnp.int32),
-                                                        mode="drop")
-  slots = (counts + width - 1) // width
-  slot_end = jnp.cumsum(slots)
-  return dict(num_slots=slot_end[-1], order=order, counts=counts, slots=slots,
-              slot_end=slot_end, colour_start=colour_start)
-
-
-def _slot(layout, problem, j):
-  """(rows (W,), valid (W,)) solved at step j of a sweep; `reverse_order` reverses the
-  slots (the colours' order; within a slot the order does not matter)."""
-  rows, width, schedule = layout.rows, layout.colour_width, problem["schedule"]
-  num_slots = schedule["num_slots"]
-  j = jnp.where(problem["reverse_order"] > 0, num_slots - 1 - j, j)
-  in_range = (j >= 0) & (j < num_slots)
-  if width == 1:
-    return schedule["order"][jnp.clip(j, 0, rows - 1)][None], in_range[None]
-  slot_end, slots, counts = schedule["slot_end"], schedule["slots"], schedule["counts"]
-  c = jnp.clip(jnp.searchsorted(slot_end, j, side="right"), 0, slot_end.shape[0] - 1)
-  within = (j - (slot_end[c] - slots[c])) * width + jnp.arange(width)
-  valid = (within < counts[c]) & in_range
-  return schedule["order"][jnp.clip(schedule["colour_start"][c] + within, 0, rows - 1)], valid
-
-
-def _visit_slot(layout, problem, carry, rows, valid, masked=True):
-  """`_visit` of the slot's one row (W = 1: scalar code, whose conds stay conds; the carry
-  kept where the slot is invalid, unless `masked` is False: every slot valid) or
-  `_visit_colour` of its rows."""
-  if layout.colour_width == 1:
-    new = _visit(layout, problem, carry, rows[0])
-    if not masked:
-      return new
-    return jax.tree.map(lambda n, o: jnp.where(valid[0], n, o), new, carry)
-  return _visit_colour(layout, problem, carry, rows, valid)
+  return num_active, row_at
 
 
 def _with_rounding(layout, problem, impulses):
@@ -344,18 +256,19 @@ def _block_move(layout, problem, carry, when):
 
 def _fixed_sweep(layout, problem, carry):
   """One sweep with a fixed trip count (reverse-mode transposable): chunks of ROW_CHUNK
-  slots, a chunk past the used slots skipped (under vmap: past every world's).
+  positions, a chunk past the active rows skipped (under vmap: past every world's).
   carry: (velocity, impulses, change, sweeps)."""
   velocity, impulses, _, sweeps = carry
   problem = _with_rounding(layout, problem, impulses)
-  num_slots = problem["schedule"]["num_slots"]
+  num_active, row_at = _order(layout, problem)
 
-  def visit_slot(inner, j):
-    return _visit_slot(layout, problem, inner, *_slot(layout, problem, j)), None
+  def visit_position(inner, k):
+    new = _visit(layout, problem, inner, row_at(k))
+    return jax.tree.map(lambda n, o: jnp.where(k < num_active, n, o), new, inner), None
 
-  def chunk(inner, js):
+  def chunk(inner, ks):
     return batched_cond.run_where(
-        js[0] < num_slots, lambda c: jax.lax.scan(visit_slot, c, js)[0], inner), None
+        ks[0] < num_active, lambda c: jax.lax.scan(visit_position, c, ks)[0], inner), None
 
   positions = np.arange(-(-layout.rows // ROW_CHUNK) * ROW_CHUNK,
                         dtype=np.int32).reshape(-1, ROW_CHUNK)
@@ -366,13 +279,12 @@ def _fixed_sweep(layout, problem, carry):
 
 
 def _active_sweep(layout, problem, carry):
-  """One sweep over exactly the used slots (dynamic trip count: forward only)."""
+  """One sweep over exactly the active rows (dynamic trip count: forward only)."""
   velocity, impulses, _, sweeps = carry
   problem = _with_rounding(layout, problem, impulses)
+  num_active, row_at = _order(layout, problem)
   velocity, impulses, change = jax.lax.fori_loop(
-      0, problem["schedule"]["num_slots"],
-      lambda j, inner: _visit_slot(layout, problem, inner, *_slot(layout, problem, j),
-                                   masked=False),
+      0, num_active, lambda k, inner: _visit(layout, problem, inner, row_at(k)),
       (velocity, impulses, jnp.zeros((), impulses.dtype)))
   return velocity, impulses, change, sweeps + 1
 
@@ -448,7 +360,7 @@ def solve(layout, problem, free_velocity, impulse0):
   if not layout.rows:
     return velocity, impulse0, jnp.zeros((), jnp.int32)
   start = (velocity, impulse0, jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32))
-  num_active = jnp.sum(problem["row_active"].astype(jnp.int32))
+  num_active, _ = _order(layout, problem)
 
   # In float32 a row velocity of bodies moving at metres per second carries rounding errors
   # of ~1e-6 m/s; an impulse change below that cannot converge, and rounding that an update
@@ -463,12 +375,7 @@ def solve(layout, problem, free_velocity, impulse0):
     problem = {**problem, "abs_jac": jnp.abs(problem["jac"]),
                "abs_inverse_jt": jnp.abs(jnp.swapaxes(problem["inverse_jt"], 0, 1)).reshape(
                    problem["inverse_jt"].shape[1], -1)}
-  # The schedule (in coloured worlds a sort and a loop over the active rows) is skipped when
-  # no world of the batch has an active row: falling bodies paid ~20% of their step for it.
-  idle = jax.tree.map(jnp.zeros_like, jax.eval_shape(functools.partial(_schedule, layout),
-                                                     problem))
-  schedule = batched_cond.run_where(num_active > 0, lambda _: _schedule(layout, problem), idle)
-  problem = {**problem, "free_velocity": free_velocity, "schedule": schedule,
+  problem = {**problem, "free_velocity": free_velocity,
              "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
                                    0.0).astype(dtype)}
   # A sweep cannot change an impulse by less than its own rounding either: in float32 the
