@@ -2,8 +2,8 @@
 
 On NVIDIA GPUs JAX's default float32 matmul precision is TF32; measured on an H100
 (raisim_jax/math/matmul_precision.py) it cost the humanoid's M_eff^-1 three digits. This
-machine has no GPU, and its CPU computes every precision exactly, so the tests read the traced
-programs: every `dot_general` of a step, of a batched step, of a rollout's reverse-mode
+machine has no GPU, and its CPU computes every precision exactly, so the tests read the
+programs traced as on a GPU (the decorator does nothing on a CPU backend): every `dot_general` of a step, of a batched step, of a rollout's reverse-mode
 gradient and of the pinned (closed-loop) solve carries precision HIGHEST, also when the user
 asked for the fastest precision process-wide, and the user's setting is left as it was.
 """
@@ -15,6 +15,13 @@ import jax.numpy as jnp
 import pytest
 
 import raisim_jax as rj
+
+
+@pytest.fixture(autouse=True)
+def _as_on_a_gpu(monkeypatch):
+  """The decorator acts where the backend is not a CPU (on CPUs float32 products are exact
+  and the attributes slowed XLA's CPU compile of gradients 3x): trace as on a GPU."""
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
 
 RSC = os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf")
 
