@@ -10,8 +10,9 @@
                 + penetration correction (erp), world time += dt, external loads cleared
     step      = integrate1 then integrate2; jit-, vmap- and grad-compatible
 Per-system work (kinematics, M_eff, end of step) runs once per structure group of systems
-under vmap (dynamics/system_groups.py), not once per system. Both trace with float32 matrix
-products at full precision (math/matmul_precision.py: TF32 on GPUs cost M_eff^-1 its digits).
+under vmap (dynamics/system_groups.py), not once per system. On GPU and TPU backends both
+trace with float32 matrix products at full precision (math/matmul_precision.py: TF32 on GPUs
+cost M_eff^-1 its digits).
     rollout   = lax.scan of step
 """
 

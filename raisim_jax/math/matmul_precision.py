@@ -1,4 +1,4 @@
-"""Float32 matrix products at full float32 precision on every backend.
+"""Float32 matrix products at full float32 precision on GPU and TPU backends.
 
 JAX's default precision for a float32 `dot_general` is the backend's fastest: exact float32 on
 CPUs, but TF32 (a 10-bit mantissa, ~1e-3 relative) on NVIDIA GPUs since Ampere. The step's
@@ -8,13 +8,14 @@ mass matrix (nv 23, condition 3e3) gave max|M M^-1 - I| = 2.3e-2 at the default 
 3.2e-5 at "highest" (the CPU: 2.5e-5); the ant's 300-step rollout drifted 2e-3 from the
 full-precision one. The step's entry points trace under `full_precision`, so its products
 are exact float32 (float64 products are unaffected) whatever the process-wide
-`jax_default_matmul_precision` says; on CPUs it changes nothing. A custom derivative rule
+`jax_default_matmul_precision` says. A custom derivative rule
 (`custom_jvp`) is traced when JAX differentiates, which for reverse mode happens after the
 entry point's trace has returned: such rules carry the decorator themselves.
 
 On a CPU backend the decorator does nothing: CPUs compute float32 products exactly anyway,
 and the precision attributes made XLA's CPU compile of reverse-mode gradients ~3x slower (the
-quadruped's batched PD-target gradient test: 70 -> 214 s).
+quadruped's batched PD-target gradient test: 70 -> 214 s). The backend is JAX's default one
+at trace time: a program traced there and placed on another backend keeps that choice.
 """
 
 import functools

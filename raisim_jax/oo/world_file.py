@@ -91,7 +91,7 @@ def _mujoco_parent_filter(view, description, parents):
   filterparent over weld groups), where the joints' massless chain puts links between them."""
   body_of = {link: index for index, body in enumerate(description.bodies) for link in body.links}
   for child, parent in parents.items():
-    if parent is None or parent not in body_of or child not in body_of:
+    if parent not in body_of or child not in body_of:   # a top-level body (parent None)
       continue
     i, j = body_of[child], body_of[parent]
     if i != j and description.bodies[i].parent != j and description.bodies[j].parent != i:
