@@ -257,8 +257,7 @@ def _schedule(layout, problem):
   colour_start (C,) per colour (C = COLOURS_IN_MASK + R)."""
   rows, width = layout.rows, layout.colour_width
   row_active = problem["row_active"]
-  num_active = jnp.sum(row_active.astype(jnp.int32))
-  (active_order,) = jnp.nonzero(row_active, size=rows, fill_value=0)
+  num_active, active_order = _active_rows(layout, problem)
   bodies = problem["inv_mass"].shape[0]
   movable = problem["inv_mass"] > 0
   colours = COLOURS_IN_MASK + rows
@@ -307,12 +306,17 @@ def _slot(layout, problem, j):
   return schedule["order"][jnp.clip(schedule["colour_start"][c] + within, 0, rows - 1)], valid
 
 
+def _active_rows(layout, problem):
+  """(() number of active rows, (R,) the active rows in index order, padded with row 0)."""
+  row_active = problem["row_active"]
+  (active_order,) = jnp.nonzero(row_active, size=layout.rows, fill_value=0)
+  return jnp.sum(row_active.astype(jnp.int32)), active_order
+
+
 def _order(layout, problem):
   """(number of active rows, k -> row visited at position k of a sweep): the active rows in
   index order, reversed when the model says so."""
-  row_active = problem["row_active"]
-  num_active = jnp.sum(row_active.astype(jnp.int32))
-  (active_order,) = jnp.nonzero(row_active, size=layout.rows, fill_value=0)
+  num_active, active_order = _active_rows(layout, problem)
 
   def row_at(k):
     position = jnp.where(problem["reverse_order"] > 0, num_active - 1 - k, k)
