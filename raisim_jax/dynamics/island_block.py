@@ -324,6 +324,17 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   def island_max(per_body):
     return jax.ops.segment_max(per_body, label, num_segments=segments)[label]
 
+  # Newton has reached the block's solution where every body's wrench is within sqrt(eps) of
+  # the island's largest (a light box under a heavy one carries a small net wrench and large
+  # impulses).
+  wrench_tolerance = jnp.sqrt(jnp.finfo(dtype).eps) * island_max(
+      jnp.max(jnp.abs(wrench), axis=-1))
+
+  def island_converged(residual):
+    """(n + 1,) per body: its island's wrench residual (n + 1, 6) is within tolerance."""
+    return jax.lax.stop_gradient(
+        island_max(jnp.max(jnp.abs(residual), axis=-1)) <= wrench_tolerance)
+
   def newton(nu, _):
     point, jac = project_to_cone(start + ops.rows(nu), mu)
     residual = ops.bodies(point) - wrench
@@ -332,7 +343,17 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED
-    return jnp.where(diverged[:, None], nu, step), None
+    # A converged island does not take a step that leaves the converged ball: the Newton
+    # matrix of rows at a cone's edge or apex is nearly singular, and a step from a
+    # rounding-level residual jumped to another active set (a 10-sphere pyramid: 2.5e-15 ->
+    # 7e-6), so the solve ended unconverged, the move was rejected and the sweeps ran to their
+    # cap (from its second step on). Steps within the ball are taken as before: freezing a
+    # converged island, or rejecting any step that raised its residual, made the result hang
+    # on rounding (a world of tests/test_contacts.py's 1,024 left the same world unbatched by
+    # 7e-12 and 1e-11 m).
+    leaves = island_converged(residual) & ~island_converged(
+        ops.bodies(project_to_cone(start + ops.rows(step), mu)[0]) - wrench)
+    return jnp.where((diverged | leaves)[:, None], nu, step), None
 
   nu = batched_cond.run_where(
       least_squares, lambda nu: jax.lax.scan(newton, nu, None, length=NEWTON_STEPS)[0],
@@ -347,12 +368,9 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   # is far from it (an infeasible wrench: an impact, a sliding body); a partly converged solve
   # is rejected, since its result (and so the move) hung on rounding (8 steps ended at 1e-5 in
   # a batched run and 7e-5 in the same world unbatched, and one took the move).
-  # Measured against the island's largest wrench: a light box under a heavy one carries a
-  # small net wrench and large impulses.
-  residual = jnp.max(jnp.abs(ops.bodies(new) - wrench), axis=-1)
-  converged = jax.ops.segment_max(residual, label, num_segments=segments) <= (
-      jnp.sqrt(jnp.finfo(dtype).eps)
-      * jax.ops.segment_max(jnp.max(jnp.abs(wrench), axis=-1), label, num_segments=segments))
+  converged = jax.ops.segment_max(   # per body -> per island label
+      island_converged(ops.bodies(new) - wrench).astype(jnp.int32), label,
+      num_segments=segments) > 0
   accept = ((after <= CONTRACTION * before) & (before > 0) & converged
             & least_squares).at[num_bodies].set(False)
   return jnp.where((eligible & accept[row_island])[:, None], delta, 0.0)
