@@ -50,3 +50,34 @@ def test_scenes_against_mujoco_quick(tmp_path):
   resting = latency[1]
   assert resting["oo_contacts"] == resting["mujoco_contacts"] == 20
   assert json.loads(out.read_text())["rows"] == rows
+
+
+def test_suite_compile_time_plugin_logs_and_summarizes(tmp_path):
+  """The plugin logs one record per test with the compile it triggered (tracing and backend
+  compile time > 0), nothing for a test without JAX; the summary sums per file."""
+  import subprocess
+  import sys
+  import textwrap
+  (tmp_path / "test_tiny.py").write_text(textwrap.dedent("""
+      import jax, jax.numpy as jnp
+      def test_compiles():
+        assert float(jax.jit(lambda x: jnp.sin(x) * 2)(1.0)) != 0
+      def test_plain():
+        assert 1 + 1 == 2
+  """))
+  log = tmp_path / "log"
+  root = os.path.join(os.path.dirname(__file__), "..")
+  result = subprocess.run(
+      [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+       "benchmarks.suite_compile_time", str(tmp_path / "test_tiny.py")],
+      cwd=root, env=dict(os.environ, RAISIM_JAX_COMPILE_LOG=str(log)), capture_output=True,
+      text=True, timeout=300)
+  assert result.returncode == 0, result.stdout + result.stderr
+  records = [json.loads(line) for line in (log / "main.jsonl").read_text().splitlines()]
+  assert [r["nodeid"].split("::")[1] for r in records] == ["test_compiles", "test_plain"]
+  assert records[0]["trace"] > 0 and records[0]["backend"] > 0
+  assert records[1]["trace"] == 0 and records[1]["backend"] == 0
+  rows = _load("suite_compile_time").main([str(log), "--json", str(tmp_path / "s.json")])
+  assert rows[-1]["file"] == "TOTAL" and len(rows) == 2
+  assert np.isclose(rows[-1]["wall"], sum(r["wall"] for r in records))
+  assert np.isclose(rows[0]["backend"], records[0]["backend"])
