@@ -67,10 +67,13 @@ def test_suite_compile_time_plugin_logs_and_summarizes(tmp_path):
   """))
   log = tmp_path / "log"
   root = os.path.join(os.path.dirname(__file__), "..")
+  # Not an xdist worker's environment: the child names its log after PYTEST_XDIST_WORKER.
+  environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+  environment["RAISIM_JAX_COMPILE_LOG"] = str(log)
   result = subprocess.run(
       [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
        "benchmarks.suite_compile_time", str(tmp_path / "test_tiny.py")],
-      cwd=root, env=dict(os.environ, RAISIM_JAX_COMPILE_LOG=str(log)), capture_output=True,
+      cwd=root, env=environment, capture_output=True,
       text=True, timeout=300)
   assert result.returncode == 0, result.stdout + result.stderr
   records = [json.loads(line) for line in (log / "main.jsonl").read_text().splitlines()]
