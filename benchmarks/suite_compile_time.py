@@ -21,14 +21,17 @@ import json
 import os
 import time
 
+import pytest
+
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 BACKEND = "/jax/core/compile/backend_compile_duration"
 SAVED = "/jax/compilation_cache/compile_time_saved_sec"
 HITS = "/jax/compilation_cache/cache_hits"
 MISSES = "/jax/compilation_cache/cache_misses"
-COLUMNS = {"wall": "wall", TRACE: "trace", LOWER: "lower", BACKEND: "backend",
-           HITS: "hits", MISSES: "misses", SAVED: "saved"}
+EVENTS = {TRACE: "trace", LOWER: "lower", BACKEND: "backend", HITS: "hits", MISSES: "misses",
+          SAVED: "saved"}
+COLUMNS = ("wall",) + tuple(EVENTS.values())
 VARIABLE = "RAISIM_JAX_COMPILE_LOG"
 
 _totals = collections.defaultdict(float)
@@ -50,12 +53,7 @@ def pytest_configure(config):
     monitoring.register_event_listener(_record_event)
 
 
-def _hookwrapper(function):
-  import pytest
-  return pytest.hookimpl(hookwrapper=True)(function)
-
-
-@_hookwrapper
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
   """Setup, call and teardown of one test: the events' increase and the wall time."""
   global _log
@@ -69,7 +67,7 @@ def pytest_runtest_protocol(item, nextitem):
     _log = open(os.path.join(directory, worker + ".jsonl"), "a")
   before, start = dict(_totals), time.perf_counter()
   yield
-  record = {COLUMNS[k]: _totals[k] - before.get(k, 0.0) for k in COLUMNS if k != "wall"}
+  record = {column: _totals[event] - before.get(event, 0.0) for event, column in EVENTS.items()}
   record.update(nodeid=item.nodeid, wall=time.perf_counter() - start)
   _log.write(json.dumps(record) + "\n")
   _log.flush()
@@ -77,17 +75,17 @@ def pytest_runtest_protocol(item, nextitem):
 
 def summarize(directory):
   """Rows per test file (sums of the logged columns), longest wall time first, and a total."""
-  per_file = collections.defaultdict(lambda: dict.fromkeys(COLUMNS.values(), 0.0))
+  per_file = collections.defaultdict(lambda: dict.fromkeys(COLUMNS, 0.0))
   for path in glob.glob(os.path.join(directory, "*.jsonl")):
     with open(path) as lines:
       for line in lines:
         record = json.loads(line)
         row = per_file[record["nodeid"].split("::", 1)[0]]
-        for column in COLUMNS.values():
+        for column in COLUMNS:
           row[column] += record[column]
   rows = [dict(file=name, **row) for name, row in per_file.items()]
   rows.sort(key=lambda row: -row["wall"])
-  total = dict(file="TOTAL", **{c: sum(r[c] for r in rows) for c in COLUMNS.values()})
+  total = dict(file="TOTAL", **{c: sum(r[c] for r in rows) for c in COLUMNS})
   return rows + [total]
 
 
@@ -97,9 +95,9 @@ def main(argv=None):
   parser.add_argument("--json")
   args = parser.parse_args(argv)
   rows = summarize(args.directory)
-  print(f"{'file':56s}" + "".join(f"{c:>9s}" for c in COLUMNS.values()))
+  print(f"{'file':56s}" + "".join(f"{c:>9s}" for c in COLUMNS))
   for row in rows:
-    print(f"{row['file']:56s}" + "".join(f"{row[c]:9.1f}" for c in COLUMNS.values()))
+    print(f"{row['file']:56s}" + "".join(f"{row[c]:9.1f}" for c in COLUMNS))
   if args.json:
     with open(args.json, "w") as out:
       json.dump({"rows": rows}, out, indent=1)

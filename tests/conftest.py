@@ -20,9 +20,9 @@ jax.config.update("jax_enable_x64", True)
 
 # The persistent compilation cache from the first compile on, in the OO layer's directory (the
 # user's cache directory unless configured or turned off, README "Editing a world between
-# steps"): backend compilation
-# is ~60% of a cold suite's time (4,250 of 6,970 test-seconds on 2 cores), and the workers
-# share what one compiled. Otherwise only compiles after a worker's first `World` were cached.
+# steps"): backend compilation is ~60% of a cold suite's time (4,250 of 6,970 test-seconds on
+# 2 cores), and the workers share what one compiled. Otherwise only compiles after a worker's
+# first `World` were cached.
 compilation_cache.enable_default()
 
 

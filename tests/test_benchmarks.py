@@ -3,6 +3,9 @@
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 
@@ -55,9 +58,6 @@ def test_scenes_against_mujoco_quick(tmp_path):
 def test_suite_compile_time_plugin_logs_and_summarizes(tmp_path):
   """The plugin logs one record per test with the compile it triggered (tracing and backend
   compile time > 0), nothing for a test without JAX; the summary sums per file."""
-  import subprocess
-  import sys
-  import textwrap
   (tmp_path / "test_tiny.py").write_text(textwrap.dedent("""
       import jax, jax.numpy as jnp
       def test_compiles():
@@ -73,8 +73,7 @@ def test_suite_compile_time_plugin_logs_and_summarizes(tmp_path):
   result = subprocess.run(
       [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
        "benchmarks.suite_compile_time", str(tmp_path / "test_tiny.py")],
-      cwd=root, env=environment, capture_output=True,
-      text=True, timeout=300)
+      cwd=root, env=environment, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stdout + result.stderr
   records = [json.loads(line) for line in (log / "main.jsonl").read_text().splitlines()]
   assert [r["nodeid"].split("::")[1] for r in records] == ["test_compiles", "test_plain"]
