@@ -192,10 +192,11 @@ def test_joint_accelerations_without_contacts_match_mujoco(name):
 def test_models_simulate_with_contacts(name, seconds):
   """Hopper and walker2d under random motor commands (mapped by their gears and control
   ranges), the humanoid dropped from 0.5 m above its model pose: 5 s with contacts, finite,
-  and no contact with the floor deeper than 1 cm."""
+  and no contact with the floor deeper than 1 cm; the humanoid (solver="PGS" iterations="50")
+  solves with at most 50 sweeps and needs them all while it lies on the floor."""
   import jax
   import jax.numpy as jnp
-  world, robot, _ = _load(name)
+  world, robot, mj_model = _load(name)
   actuation = world.mjcfActuation["torso"]
   assert actuation.gear_matrix.shape == (robot.getDOF(), len(actuation.names))
   if name == "humanoid.xml":
@@ -214,13 +215,15 @@ def test_models_simulate_with_contacts(name, seconds):
     state = rj.step(model, state, control.replace(articulated=(system,)))
     contacts = state.contacts
     on_floor = contacts.active & ((contacts.body_a == floor) | (contacts.body_b == floor))
-    return state, jnp.max(jnp.where(on_floor, contacts.depth, 0.0))
+    return state, (jnp.max(jnp.where(on_floor, contacts.depth, 0.0)), state.solver_iterations)
 
-  final, depth = jax.jit(lambda s, c: jax.lax.scan(body, s, c))(state, ctrl)
+  final, (depth, sweeps) = jax.jit(lambda s, c: jax.lax.scan(body, s, c))(state, ctrl)
   gc = np.asarray(final.articulated[0].generalized_coordinate)
   assert np.all(np.isfinite(gc)) and bool(final.finite)
   assert float(np.max(depth)) < 0.01, float(np.max(depth))
   assert float(np.max(depth)) > 0.0                     # it did touch the floor
+  if mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS:  # the humanoid: 50 sweeps at most
+    assert int(np.max(sweeps)) == mj_model.opt.iterations == 50
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -307,3 +310,144 @@ def test_parent_filter_follows_mujocos_flag(tmp_path, flag):
   model, state = world.compile()
   contacts = detection.detect_contacts(model, state)
   assert int(np.sum(np.asarray(contacts.active))) == data.ncon == (1 if flag else 0)
+
+
+CONTACT_MODEL = """<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" friction="0.6" condim="3"/>
+    <body name="a" pos="0 0 0.09"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.1" condim="1" friction="0.9"/>
+    </body>
+    <body name="b" pos="0 0 0.27"><freejoint/>
+      <geom type="sphere" size="0.1" condim="1" friction="0.3"/>
+    </body>
+    <body name="c" pos="0.6 0 0.09"><freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" condim="3" friction="0.5"/>
+    </body>
+    <body name="d" pos="0.6 0 0.28"><freejoint/>
+      <geom type="sphere" size="0.1" condim="1" friction="0.2"/>
+    </body>
+  </worldbody></mujoco>"""
+
+
+def test_contact_friction_follows_mujocos_condim_and_friction_combination(tmp_path):
+  """Each contact's friction coefficient against MuJoCo's contact at the same poses: MuJoCo
+  gives a contact the larger condim and the larger friction of its two geoms, so it is
+  frictionless (dim 1) only between two condim-1 geoms (Gymnasium's humanoid and hopper:
+  limb against limb), and has friction against the condim-3 floor."""
+  from raisim_jax.collision import detection
+  path = tmp_path / "friction.xml"
+  path.write_text(CONTACT_MODEL)
+  mj_model = mujoco.MjModel.from_xml_path(str(path))
+  data = mujoco.MjData(mj_model)
+  mujoco.mj_forward(mj_model, data)
+  world = rj.World(str(path))
+  model, state = world.compile()
+  contacts = jax_tree_numpy(detection.detect_contacts(model, state))
+  robots = [o.getName() for o in world.getObjList()
+            if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM]
+  offsets = np.asarray(model.collision.articulated_body_offset)  # one body per system here
+  index = {int(offsets[k]): name for k, name in enumerate(robots)}
+  index[world.getObject("floor").getIndexInWorld()] = "floor"
+  material = np.asarray(model.collision.shapes.material)
+  table = np.asarray(model.solver.pair_table[..., 0])
+  ours = {}
+  for a, b, sa, sb in zip(*(getattr(contacts, f)[contacts.active]
+                            for f in ("body_a", "body_b", "shape_a", "shape_b"))):
+    ours[frozenset((index[int(a)], index[int(b)]))] = table[material[sa], material[sb]]
+  theirs = {}
+  for c in data.contact[:data.ncon]:
+    pair = frozenset(mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_BODY,
+                                       mj_model.geom_bodyid[g]).replace("world", "floor")
+                     for g in (c.geom1, c.geom2))
+    theirs[pair] = float(c.friction[0]) if c.dim > 1 else 0.0
+  assert set(ours) == set(theirs) == {frozenset(p) for p in
+                                      [("a", "floor"), ("a", "b"), ("c", "floor"), ("c", "d")]}
+  for pair, mu in theirs.items():
+    assert ours[pair] == pytest.approx(mu), (set(pair), ours[pair], mu)
+  assert theirs[frozenset(("a", "b"))] == 0.0
+
+
+def jax_tree_numpy(tree):
+  import jax
+  return jax.tree.map(np.asarray, tree)
+
+
+@pytest.mark.parametrize("option, iterations", [
+    ('<option solver="PGS" iterations="37"/>', 37),
+    ('<option solver="PGS"/>', 100),                  # MuJoCo's default iterations
+    ('<option solver="Newton" iterations="3"/>', None),
+    ("", None)])
+def test_pgs_iterations_become_the_contact_solvers_sweep_limit(tmp_path, option, iterations):
+  """MuJoCo's PGS iteration is one Gauss-Seidel sweep over the constraints, the unit of
+  maxIter: a PGS model's `iterations` (as MuJoCo parses it, default included) is the solver's
+  sweep limit. A Newton or CG iteration is not a sweep: those keep RaiSim's 150 and the
+  warning names the ignored settings."""
+  path = tmp_path / "option.xml"
+  path.write_text(CONTACT_MODEL.replace('<option timestep="0.002"/>', option))
+  mj_model = mujoco.MjModel.from_xml_path(str(path))
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    world = rj.World(str(path))
+  model, _ = world.compile()
+  messages = " ".join(str(w.message) for w in caught)
+  if iterations is not None:
+    assert mj_model.opt.solver == mujoco.mjtSolver.mjSOL_PGS
+    assert int(model.solver.max_iterations) == mj_model.opt.iterations == iterations
+    assert "option" not in messages
+  else:
+    assert int(model.solver.max_iterations) == 150
+    if option:
+      assert "option iterations, option solver" in messages
+
+
+def test_the_load_warning_names_every_ignored_physics_setting(tmp_path):
+  """Settings that change MuJoCo's physics and are not mapped are named in the one load
+  warning (never accepted silently); settings mapped or without effect on the physics are
+  not."""
+  path = tmp_path / "settings.xml"
+  path.write_text("""<mujoco>
+  <option integrator="RK4" cone="elliptic" timestep="0.002"><flag contact="disable"/></option>
+  <default><geom margin="0.01" solref="0.02 1" rgba="1 0 0 1"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" gap="0.001"/>
+    <body name="base" pos="0 0 1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="4"/>
+      <body name="arm" pos="0.3 0 0">
+        <joint name="j" type="hinge" frictionloss="0.1" damping="0.5" range="-1 1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05" solimp="0.9 0.95 0.001"/>
+        <body name="hand" pos="0.3 0 0">
+          <joint name="k" type="ball" range="0 30"/><geom type="sphere" size="0.05"/>
+        </body>
+      </body>
+    </body>
+    <body name="free_damped" pos="2 0 1"><joint type="free" damping="0.1"/>
+      <geom type="box" size="0.1 0.1 0.1"/></body>
+  </worldbody></mujoco>""")
+  mujoco.MjModel.from_xml_path(str(path))        # a valid MuJoCo model
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    rj.World(str(path))
+  messages = [str(w.message) for w in caught if "ignored by raisim_jax" in str(w.message)]
+  assert len(messages) == 1
+  listed = messages[0].split("ignored by raisim_jax's MJCF reader: ")[1].split(", ")
+  assert listed == ["ball joint range", "free joint damping",
+                    "geom condim 4 (torsional/rolling friction)", "geom gap", "geom margin",
+                    "geom solimp", "geom solref", "joint frictionloss", "option cone",
+                    "option integrator", "option/flag contact"]
+
+
+@pytest.mark.parametrize("attribute, message", [
+    ('condim="2"', "condim must be 1, 3, 4 or 6, got '2'"),
+    ('solver="PGS" iterations="0"', "iterations must be a positive integer, got '0'")])
+def test_bad_condim_or_iterations_name_the_line(tmp_path, attribute, message):
+  option = f"<option {attribute}/>" if "iterations" in attribute else ""
+  geom = attribute if "condim" in attribute else ""
+  path = tmp_path / "bad.xml"
+  path.write_text(f"""<mujoco>{option}
+  <worldbody><body name="b"><freejoint/>
+    <geom type="sphere" size="0.1" {geom}/></body></worldbody></mujoco>""")
+  with pytest.raises(ValueError, match=message) as error:
+    rj.World(str(path))
+  assert str(path) in str(error.value) and ", line " in str(error.value)

@@ -8,7 +8,9 @@ legacy, convex, exact: see io/mesh_inertia.py), `<inertial>` or inertia computed
 geoms (MuJoCo's density 1000 or `mass`), geom colors (`rgba`, `<asset><material rgba>`: every
 geom is a visual object, see oo/visual_objects.py), `<default>`
 classes (`class`, `childclass`, nested defaults), `<compiler angle eulerseq meshdir
-inertiafromgeom>`, `<option timestep gravity>`, joint `range` / `limited` / `damping` /
+inertiafromgeom>`, `<option timestep gravity>` (and `iterations` of a `solver="PGS"` model:
+MuJoCo's PGS iteration is one Gauss-Seidel sweep, so it becomes the contact solver's maxIter;
+MuJoCo's default 100 when absent), joint `range` / `limited` / `damping` /
 `armature` / `stiffness` / `springref` / `ref`, and `<motor>` actuators (joint, gear,
 ctrlrange), kept as `Actuator`s for mapping controls to generalized forces.
 
@@ -35,12 +37,19 @@ together are one link here as they are one weld group in MuJoCo, and a body reac
 its joints' massless chain gets an `ignoreCollisionBetween` with its parent body's link
 (RaiSim's doNotCollideWithParent alone would exclude only the chain's last massless link:
 Gymnasium's humanoid then started with its thighs 9.6 cm deep in its pelvis). Friction: each geom's sliding friction
-becomes a contact material ("mjcf_friction_<value>") and every pair of them gets MuJoCo's
-combination, the larger of the two, with no restitution (MuJoCo's contacts are soft and do not
-bounce). Not mapped: torsional and rolling friction, solref/solimp/margin, geom groups.
+and whether its condim is 1 become a contact material ("mjcf_friction_<value>", with
+"_condim1" appended for condim 1) and every pair of them gets MuJoCo's combination
+(`pair_friction`): the larger friction of the two, or none when both geoms have condim 1 (a
+contact takes the larger condim; Gymnasium's humanoid and hopper: limb against limb), with no
+restitution (MuJoCo's contacts are soft and do not bounce).
 
 Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
-flexcomp, ...) produce one warning listing what was ignored; unsupported geoms (hfield, sdf,
+flexcomp, ...) and settings that change MuJoCo's physics but are not mapped (`<option>`
+attributes other than the above, `<option><flag>`s other than filterparent, geom margin / gap /
+solref / solimp / solmix / priority / fluid terms, condim 4 and 6's torsional and rolling
+friction, joint frictionloss / solref / solimp / margin / actuator force ranges, a free
+joint's damping, armature, stiffness and frictionloss, ball joint ranges) produce one warning
+listing what was ignored; unsupported geoms (hfield, sdf,
 a primitive fitted to a mesh) and joint types raise an error naming the element and its line.
 Mesh and ellipsoid geoms give their exact mass properties but do not collide yet: loading the
 model warns once, naming them (the same rule as URDF collision meshes)."""
@@ -63,6 +72,16 @@ _IGNORED = {"include", "tendon", "equality", "sensor", "contact", "composite", "
             "keyframe", "extension", "plugin", "deformable", "custom"}
 _VISUAL = {"visual", "statistic", "size", "light", "camera", "site"}
 _JOINT_TYPES = {"hinge": JOINT_REVOLUTE, "slide": JOINT_PRISMATIC, "ball": JOINT_SPHERICAL}
+# Attributes that change MuJoCo's physics and that the reader does not map: present (after
+# the defaults) in a file, they are named in the load warning.
+_IGNORED_GEOM = ("margin", "gap", "solref", "solimp", "solmix", "priority", "fluidshape",
+                 "fluidcoef")
+_IGNORED_JOINT = ("frictionloss", "margin", "solreflimit", "solimplimit", "solreffriction",
+                  "solimpfriction", "springdamper", "actuatorfrclimited", "actuatorfrcrange",
+                  "actuatorgravcomp")
+_FREE_JOINT_TERMS = ("damping", "armature", "stiffness", "frictionloss")
+# <option> attributes read: the rest are named in the load warning.
+_OPTION_READ = ("timestep", "gravity")
 _DEFAULT_DENSITY = 1000.0
 _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 
@@ -151,13 +170,15 @@ class MjcfModel:
   actuators: list
   ignored: list
   filter_parent: bool = True   # <option><flag filterparent>
+  solver_iterations: Optional[int] = None   # <option solver="PGS" iterations> (MuJoCo: 100)
 
 
 def is_mjcf(path):
   """Whether `path` is an XML file whose root element is <mujoco>."""
   try:
-    for _, element in etree.iterparse(str(path), events=("start",)):
-      return element.tag == "mujoco"
+    with open(path, "rb") as file:   # closed when the first element returns early
+      for _, element in etree.iterparse(file, events=("start",)):
+        return element.tag == "mujoco"
   except (OSError, etree.XMLSyntaxError):
     return False
   return False
@@ -202,6 +223,10 @@ class _Reader:
     tag = element.tag if element is not None else "mujoco"
     line = element.sourceline if element is not None else "?"
     return ValueError(f"{self.path}, line {line}, <{tag}>: {message}")
+
+  def note_ignored(self, tag, values, names):
+    """Lists each of `names` present in `values` as "<tag> <name>" in the load warning."""
+    self.ignored.extend(f"{tag} {name}" for name in names if name in values)
 
   # ---- defaults --------------------------------------------------------------------------
   def _read_defaults(self, element, inherited):
@@ -390,6 +415,7 @@ def _geom(reader, element, values):
   """(Geometry (None for a plane), whether it collides, mass, centre of mass in the body frame,
   inertia about that centre in the body frame)."""
   kind = values.get("type", "sphere")
+  reader.note_ignored("geom", values, _IGNORED_GEOM)
   size = reader.numbers(element, values, "size", default=[0.0, 0.0, 0.0])
   if "mesh" in values and kind != "mesh":
     raise reader.error(element, f"fitting a {kind} to mesh '{values['mesh']}' is not supported")
@@ -467,16 +493,30 @@ def _geom(reader, element, values):
 
 
 def friction_material(reader, element, values):
-  """The contact material standing for a geom's sliding friction (MuJoCo default 1)."""
+  """The contact material standing for a geom's sliding friction (MuJoCo default 1) and
+  whether it is frictionless (condim 1): "mjcf_friction_<friction>" or
+  "mjcf_friction_<friction>_condim1". condim 4 and 6 (torsional and rolling friction) keep
+  their sliding friction and are listed as ignored."""
   friction = float(reader.numbers(element, values, "friction", default=[1.0])[0])
   if friction < 0:
     raise reader.error(element, f"friction must not be negative, got {friction}")
-  return f"mjcf_friction_{friction!r}"
+  condim = values.get("condim", "3").strip()
+  if condim not in ("1", "3", "4", "6"):
+    raise reader.error(element, f"condim must be 1, 3, 4 or 6, got '{condim}'")
+  if condim in ("4", "6"):
+    reader.ignored.append(f"geom condim {condim} (torsional/rolling friction)")
+  return f"mjcf_friction_{friction!r}" + ("_condim1" if condim == "1" else "")
 
 
-def material_friction(name):
-  """The sliding friction of a `friction_material` name."""
-  return float(name[len("mjcf_friction_"):])
+def pair_friction(first, second):
+  """MuJoCo's friction coefficient of a contact between geoms of the `friction_material`s
+  `first` and `second`: the contact has the larger condim of the two and the larger friction,
+  so it is frictionless only when both geoms have condim 1."""
+  def parse(name):
+    body = name[len("mjcf_friction_"):]
+    return float(body.removesuffix("_condim1")), body.endswith("_condim1")
+  (f1, frictionless1), (f2, frictionless2) = parse(first), parse(second)
+  return 0.0 if frictionless1 and frictionless2 else max(f1, f2)
 
 
 def _combine(parts):
@@ -551,6 +591,10 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
       raise reader.error(free[0], "a free joint must be the only joint of a top-level body")
     system.floating = True
     system.base_pos, system.base_quat = pos, _matrix_to_quat(rot)
+    fvalues = reader.attributes(free[0], childclass)
+    reader.note_ignored("free joint", {k: v for k, v in fvalues.items()
+                                       if k in _FREE_JOINT_TERMS and float(v) != 0.0},
+                        _FREE_JOINT_TERMS)
     return name, childclass
   previous, anchor = parent, np.zeros(3)
   for k, joint in enumerate(joints):
@@ -558,6 +602,7 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
     kind = jvalues.get("type", "hinge")
     if kind not in _JOINT_TYPES:
       raise reader.error(joint, f"joint type '{kind}' is not supported")
+    reader.note_ignored("joint", jvalues, _IGNORED_JOINT)
     jname = jvalues.get("name") or f"{name}_joint{k}"
     jpos = reader.numbers(joint, jvalues, "pos", 3, default=[0, 0, 0])
     axis = reader.numbers(joint, jvalues, "axis", 3, default=[0, 0, 1])
@@ -573,10 +618,12 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
     scale = (math.pi / 180 if reader.degrees else 1.0) if kind == "hinge" else 1.0
     ref = float(jvalues.get("ref", "0")) * scale
     limited = jvalues.get("limited", "auto")
-    if (limited == "true" or (limited == "auto" and reader.autolimits
-                              and "range" in jvalues)) and kind != "ball":
-      low, high = reader.numbers(joint, jvalues, "range", 2) * scale
-      spec.lower, spec.upper = low - ref, high - ref
+    if limited == "true" or (limited == "auto" and reader.autolimits and "range" in jvalues):
+      if kind == "ball":
+        reader.ignored.append("ball joint range")
+      else:
+        low, high = reader.numbers(joint, jvalues, "range", 2) * scale
+        spec.lower, spec.upper = low - ref, high - ref
     spec.damping = float(jvalues.get("damping", "0"))
     spec.rotor_inertia = float(jvalues.get("armature", "0"))
     spec.stiffness = float(jvalues.get("stiffness", "0"))
@@ -612,15 +659,22 @@ def load(path):
   """
   reader = _Reader(path)
   root = reader.root
-  time_step = gravity = None
+  time_step = gravity = iterations = None
   option = root.find("option")
   if option is not None:
-    if "timestep" in option.attrib:
-      time_step = float(reader.numbers(option, option.attrib, "timestep", 1)[0])
-    if "gravity" in option.attrib:
-      gravity = reader.numbers(option, option.attrib, "gravity", 3)
+    values = dict(option.attrib)
+    if "timestep" in values:
+      time_step = float(reader.numbers(option, values, "timestep", 1)[0])
+    if "gravity" in values:
+      gravity = reader.numbers(option, values, "gravity", 3)
+    if values.get("solver") == "PGS":
+      iterations = _sweeps(reader, option, values.pop("iterations", "100"))
+      values.pop("solver")
+    reader.note_ignored("option", values, sorted(set(values) - set(_OPTION_READ)))
   flag = root.find("option/flag")
   filter_parent = flag is None or flag.get("filterparent", "enable") != "disable"
+  if flag is not None:
+    reader.note_ignored("option/flag", flag.attrib, sorted(set(flag.attrib) - {"filterparent"}))
   for child in root:
     if isinstance(child.tag, str) and child.tag in _IGNORED:
       reader.ignored.append(f"<{child.tag}>")
@@ -640,6 +694,7 @@ def load(path):
         raise reader.error(child, "only a horizontal plane (the ground) is supported")
       ground = float(reader.numbers(child, values, "pos", 3, [0, 0, 0])[2])
       ground_material = friction_material(reader, child, values)
+      reader.note_ignored("geom", values, _IGNORED_GEOM)
     elif child.tag == "body":
       system = MjcfSystem(name=child.get("name", f"body{len(systems)}"), links=[],
                           joints=[], floating=False, base_pos=np.zeros(3),
@@ -678,7 +733,20 @@ def load(path):
   return MjcfModel(path=reader.path, time_step=time_step, gravity=gravity,
                    ground_height=ground, ground_material=ground_material, systems=systems,
                    actuators=actuators,
-                   ignored=sorted(set(reader.ignored)), filter_parent=filter_parent)
+                   ignored=sorted(set(reader.ignored)), filter_parent=filter_parent,
+                   solver_iterations=iterations)
+
+
+def _sweeps(reader, option, text):
+  """`<option iterations>` of a PGS model: MuJoCo's PGS iteration is one Gauss-Seidel sweep
+  over the constraints, the unit of the contact solver's maxIter."""
+  try:
+    count = int(text)
+  except ValueError:
+    count = 0
+  if count < 1:
+    raise reader.error(option, f"iterations must be a positive integer, got '{text}'")
+  return count
 
 
 def _is_floating(reader, body):

@@ -41,13 +41,17 @@ def populate(world, spec):
 
 
 def populate_mjcf(world, model):
-  """Applies an MjcfModel (io/mjcf.py): time step, gravity, the ground plane, one articulated
+  """Applies an MjcfModel (io/mjcf.py): time step, gravity, a PGS model's iterations as the
+  contact solver's maxIter, the ground plane, one articulated
   system per top-level body at MuJoCo's model pose (named after the body). The motors are kept
   as `world.mjcfActuation[system name]` (io.mjcf.Actuation: generalized_force(ctrl))."""
   if model.time_step is not None:
     world.setTimeStep(model.time_step)
   if model.gravity is not None:
     world.setGravity(model.gravity)
+  if model.solver_iterations is not None:
+    world.setContactSolverParam(1.0, 0.7, 1.0, model.solver_iterations,
+                                world._description.solver.threshold)
   if model.ground_height is not None:
     world.addGround(model.ground_height, model.ground_material).setName("floor")
   materials = {model.ground_material} if model.ground_height is not None else set()
@@ -56,8 +60,7 @@ def populate_mjcf(world, model):
   materials = sorted(materials)
   for i, first in enumerate(materials):
     for second in materials[i:]:
-      world.setMaterialPairProp(first, second, max(mjcf.material_friction(first),
-                                                   mjcf.material_friction(second)), 0.0, 0.0)
+      world.setMaterialPairProp(first, second, mjcf.pair_friction(first, second), 0.0, 0.0)
   world.mjcfActuation = {}
   for system in model.systems:
     description = urdf.build_description(system.name, system.links, system.joints, model.path)
