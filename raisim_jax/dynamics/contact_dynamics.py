@@ -212,9 +212,55 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
   return weight[:, None, None] * k
 
 
+def head_size(capacity: int) -> int:
+  """Static number of leading contact slots that the forward-only solve runs on alone when
+  every world's contacts fit in them (`solve_contacts`): a quarter of the buffer, at least 16
+  slots, a multiple of 8."""
+  return min(capacity, max(16, -(-capacity // 32) * 8))
+
+
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
-  """Solves the world's contact and joint-limit problem.
+  """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
+  the buffer's first `head_size` slots when no world has more contacts than that.
+
+  Every row's setup (Delassus block, velocities, targets, rounding floors, position
+  correction) is computed over the whole buffer, active or not: 64 empty slots cost the
+  9-body scene ~11 us of its ~20 us step at batch 1,024. The buffer is active-first, so when
+  the active count (of every world of a batch: `batched_cond.any_world`) fits in the head,
+  solving the head alone is the same solve; the tail keeps its empty slots (zero impulse,
+  identity inverse apparent inertia, as the whole solve reports them). Differentiable mode
+  solves the whole buffer: a second branch would double the compile of its gradients.
+  Arguments and result as `_solve`.
+  """
+  capacity = contacts.active.shape[0]
+  head = head_size(capacity)
+  if model.solver.differentiable or head >= capacity:
+    return _solve(model, state, velocity, contacts, terms, frozen_rows)
+  count = jnp.sum(contacts.active.astype(jnp.int32))
+
+  def slots(x):
+    return x[:head] if jnp.ndim(x) else x
+
+  def on_head(_):
+    solution = _solve(model, state, velocity, jax.tree.map(slots, contacts), terms,
+                      None if frozen_rows is None else frozen_rows[:head])
+    tail = contacts.replace(
+        impulse=jnp.zeros_like(contacts.impulse),
+        inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=model.dtype),
+                                                  contacts.inverse_apparent_inertia.shape))
+    reported = jax.tree.map(lambda whole, part: whole.at[:head].set(part) if jnp.ndim(whole)
+                            else part, tail, solution.contacts)
+    return solution.replace(contacts=reported)
+
+  return jax.lax.cond(batched_cond.any_world(count > head),
+                      lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows),
+                      on_head, None)
+
+
+def _solve(model: Model, state: State, velocity: StepVelocity,
+           contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
+  """Solves the world's contact and joint-limit problem over every slot of `contacts`.
 
   Args:
     model: Model.

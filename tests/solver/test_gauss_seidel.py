@@ -517,6 +517,63 @@ def test_batched_solves_match_single_solves():
     assert len(set(np.asarray(batched.iterations).tolist())) > 1
 
 
+def boxes_on_ground(lifted):
+  """Eight 0.2 m boxes on the ground (mu 0.5), those in `lifted` 1 m up: 4 contacts per box
+  that rests."""
+  world = rj.World()
+  world.setTimeStep(DT)
+  world.setDefaultMaterial(0.5, 0.0, 0.0)
+  world.addGround()
+  for k in range(8):
+    box = world.addBox(0.2, 0.2, 0.2, 1.0 + 0.3 * k)
+    box.setPosition(0.5 * k, 0.0, (1.0 if k in lifted else 0.1) - 1e-4)
+    box.setVelocity(0.05 * k, 0.0, 0.0, 0.0, 0.0, 0.1)
+  return problem(world)
+
+
+def _assert_same_solution(a, b):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-12, atol=1e-15)
+
+
+_solve_whole_buffer = jax.jit(contact_dynamics._solve)
+
+
+@pytest.mark.parametrize("scene", ["boxes", "lander"])
+def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
+  """Forward-only mode solves only the buffer's first `head_size` slots when every world's
+  contacts fit there (contact_dynamics.solve_contacts); the whole-buffer solve of the same
+  inputs is its oracle: the same impulses and inverse apparent inertias in every slot, the
+  same velocities, joint-limit rows (which follow the contact rows) and sweep count, with and
+  without frozen (sleeping) rows. A batch in which one world has more contacts than the head
+  solves every world on the whole buffer, and each world still equals its own solve."""
+  settings = dict(threshold=1e-12, max_iterations=300, differentiable=False)
+  if scene == "lander":
+    model, state, velocity, terms = lander()
+    worlds = [(with_solver(model, **settings), state, velocity, terms)]
+  else:
+    crowded, sparse = boxes_on_ground(lifted=()), boxes_on_ground(lifted=range(1, 8))
+    worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in (crowded, sparse)]
+  head = contact_dynamics.head_size(worlds[0][1].contacts.active.shape[0])
+  counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
+  assert head < worlds[0][1].contacts.active.shape[0]
+  assert 0 < counts[-1] <= head and (scene == "lander" or counts[0] > head), (counts, head)
+  for model, state, velocity, terms in worlds:
+    none = jnp.zeros_like(state.contacts.active)
+    for rows in (none, none.at[:2].set(True)):      # as the step passes them: a mask
+      _assert_same_solution(_solve(model, state, velocity, state.contacts, terms, rows),
+                            _solve_whole_buffer(model, state, velocity, state.contacts, terms,
+                                                rows))
+  if scene == "boxes":
+    model, _, _, terms = worlds[0]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *[(s, v) for _, s, v, _ in worlds])
+    batched = jax.jit(jax.vmap(lambda s, v: contact_dynamics.solve_contacts(
+        model, s, v, s.contacts, terms)))(*stacked)
+    for k, (_, state, velocity, _) in enumerate(worlds):
+      _assert_same_solution(jax.tree.map(lambda x: x[k], batched),
+                            _solve(model, state, velocity, state.contacts, terms))
+
+
 def _fd_check(fun, xs, rng, eps=1e-6, rtol=1e-5, atol=1e-9, directions=2):
   """Reverse-mode gradients of fun(*xs) against central differences along random directions
   in each argument separately; returns the gradients."""
