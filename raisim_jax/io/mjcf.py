@@ -225,7 +225,8 @@ class _Reader:
     return ValueError(f"{self.path}, line {line}, <{tag}>: {message}")
 
   def note_ignored(self, tag, values, names):
-    """Lists each of `names` present in `values` as "<tag> <name>" in the load warning."""
+    """Lists each of `names` present in `values` as "`tag` `name`" (e.g. "geom margin") in
+    the load warning."""
     self.ignored.extend(f"{tag} {name}" for name in names if name in values)
 
   # ---- defaults --------------------------------------------------------------------------
@@ -592,9 +593,9 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
     system.floating = True
     system.base_pos, system.base_quat = pos, _matrix_to_quat(rot)
     fvalues = reader.attributes(free[0], childclass)
-    reader.note_ignored("free joint", {k: v for k, v in fvalues.items()
-                                       if k in _FREE_JOINT_TERMS and float(v) != 0.0},
-                        _FREE_JOINT_TERMS)
+    nonzero = {k for k in _FREE_JOINT_TERMS
+               if k in fvalues and reader.numbers(free[0], fvalues, k, 1)[0] != 0.0}
+    reader.note_ignored("free joint", nonzero, _FREE_JOINT_TERMS)
     return name, childclass
   previous, anchor = parent, np.zeros(3)
   for k, joint in enumerate(joints):

@@ -42,9 +42,9 @@ def populate(world, spec):
 
 def populate_mjcf(world, model):
   """Applies an MjcfModel (io/mjcf.py): time step, gravity, a PGS model's iterations as the
-  contact solver's maxIter, the ground plane, one articulated
-  system per top-level body at MuJoCo's model pose (named after the body). The motors are kept
-  as `world.mjcfActuation[system name]` (io.mjcf.Actuation: generalized_force(ctrl))."""
+  contact solver's maxIter, the ground plane, one articulated system per top-level body at
+  MuJoCo's model pose (named after the body). The motors are kept as
+  `world.mjcfActuation[system name]` (io.mjcf.Actuation: generalized_force(ctrl))."""
   if model.time_step is not None:
     world.setTimeStep(model.time_step)
   if model.gravity is not None:
