@@ -574,6 +574,43 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
                             _solve(model, state, velocity, state.contacts, terms))
 
 
+def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
+  """Eight boxes dropped one after another (forward-only solver, float64): the contact count
+  grows from 0 past `head_size` (24 of 96 slots), so the step switches from the head solve to
+  the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
+  different steps. Oracle: the same rollout with the head solve off (head_size = the whole
+  buffer): the same trajectory and contact counts."""
+  world = rj.World()
+  world.setTimeStep(DT)
+  world.setDefaultMaterial(0.5, 0.0, 0.0)
+  world.addGround()
+  for k in range(8):
+    world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(0.5 * k, 0.0, 0.1 + 0.02 * k)
+  world.setContactSolverDifferentiable(False)
+  model, state = world.compile()
+  boxes = [o.getIndexInWorld() for o in world.getObjList()][1:]
+  late = state.replace(bodies=state.bodies.replace(      # the last four boxes 5 cm higher
+      position=state.bodies.position.at[jnp.asarray(boxes[4:]), 2].add(0.05)))
+  states = jax.tree.map(lambda a, b: jnp.stack([a, b]), state, late)
+  capacity = state.contacts.active.shape[0]
+
+  def run():
+    rollout = jax.jit(jax.vmap(lambda s: rj.rollout(model, s, 250)[1]))
+    trajectory = rollout(states)
+    return (np.asarray(trajectory.bodies.position),
+            np.asarray(jnp.sum(trajectory.contacts.active, axis=-1)))
+
+  positions, counts = run()
+  head = contact_dynamics.head_size(capacity)
+  assert head < capacity and counts.max() > head
+  assert np.any((counts > 0) & (counts <= head))
+  assert not np.array_equal(counts[0], counts[1])       # the worlds cross at different steps
+  monkeypatch.setattr(contact_dynamics, "head_size", lambda c: c)
+  whole_positions, whole_counts = run()
+  np.testing.assert_array_equal(counts, whole_counts)
+  np.testing.assert_allclose(positions, whole_positions, rtol=0, atol=1e-12)
+
+
 def _fd_check(fun, xs, rng, eps=1e-6, rtol=1e-5, atol=1e-9, directions=2):
   """Reverse-mode gradients of fun(*xs) against central differences along random directions
   in each argument separately; returns the gradients."""
