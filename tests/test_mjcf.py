@@ -336,6 +336,7 @@ def test_contact_friction_follows_mujocos_condim_and_friction_combination(tmp_pa
   gives a contact the larger condim and the larger friction of its two geoms, so it is
   frictionless (dim 1) only between two condim-1 geoms (Gymnasium's humanoid and hopper:
   limb against limb), and has friction against the condim-3 floor."""
+  import jax
   from raisim_jax.collision import detection
   path = tmp_path / "friction.xml"
   path.write_text(CONTACT_MODEL)
@@ -344,7 +345,7 @@ def test_contact_friction_follows_mujocos_condim_and_friction_combination(tmp_pa
   mujoco.mj_forward(mj_model, data)
   world = rj.World(str(path))
   model, state = world.compile()
-  contacts = jax_tree_numpy(detection.detect_contacts(model, state))
+  contacts = jax.tree.map(np.asarray, detection.detect_contacts(model, state))
   robots = [o.getName() for o in world.getObjList()
             if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM]
   offsets = np.asarray(model.collision.articulated_body_offset)  # one body per system here
@@ -367,11 +368,6 @@ def test_contact_friction_follows_mujocos_condim_and_friction_combination(tmp_pa
   for pair, mu in theirs.items():
     assert ours[pair] == pytest.approx(mu), (set(pair), ours[pair], mu)
   assert theirs[frozenset(("a", "b"))] == 0.0
-
-
-def jax_tree_numpy(tree):
-  import jax
-  return jax.tree.map(np.asarray, tree)
 
 
 @pytest.mark.parametrize("option, iterations", [
