@@ -38,6 +38,8 @@ Warm start: integrate1 copies last step's normal impulses to contacts with the s
 stays active.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -212,37 +214,46 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
   return weight[:, None, None] * k
 
 
-def head_size(capacity: int) -> int:
-  """Static number of leading contact slots that the forward-only solve runs on alone when
-  every world's contacts fit in them (`solve_contacts`): a quarter of the buffer, at least 16
-  slots, a multiple of 8."""
-  return min(capacity, max(16, -(-capacity // 32) * 8))
+SMALL_HEAD = 8   # contact slots of the smallest head: one legged robot's feet, a lying humanoid
+
+
+def head_sizes(capacity: int) -> tuple:
+  """Static, increasing numbers of leading contact slots that the forward-only solve runs on
+  alone when every world's contacts fit in them (`solve_contacts`), all below `capacity`: a
+  quarter of the buffer (at least 16 slots, a multiple of 8), and below it SMALL_HEAD slots
+  where that is at most half the next size."""
+  quarter = max(16, -(-capacity // 32) * 8)
+  sizes = [quarter] if quarter < capacity else []
+  if 2 * SMALL_HEAD <= min(sizes + [capacity]):
+    sizes.insert(0, SMALL_HEAD)
+  return tuple(sizes)
 
 
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
-  the buffer's first `head_size` slots when no world has more contacts than that.
+  the buffer's first `h` slots, `h` the smallest of `head_sizes` that holds every world's
+  contacts (the whole buffer when none does).
 
   Every row's setup (Delassus block, velocities, targets, rounding floors, position
-  correction) is computed over the whole buffer, active or not: 64 empty slots cost the
-  9-body scene ~11 us of its ~20 us step at batch 1,024. The buffer is active-first, so when
-  the active count (of every world of a batch: `batched_cond.any_world`) fits in the head,
-  solving the head alone is the same solve; the tail keeps its empty slots (zero impulse,
-  identity inverse apparent inertia, as the whole solve reports them). Differentiable mode
-  solves the whole buffer: a second branch would double the compile of its gradients.
-  Arguments and result as `_solve`.
+  correction) is computed over every slot it is given, active or not: 64 empty slots cost the
+  9-body scene ~11 us of its ~20 us step at batch 1,024, and the standing quadruped (4
+  contacts in 168 slots) ran 17.1k / 23.8k / 27.5k world-steps/s at batch 1,024 on heads of
+  48 / 16 / 8 slots. The buffer is active-first, so when the active count (of every world of a
+  batch: `batched_cond.any_world`) fits in a head, solving the head alone is the same solve;
+  the tail keeps its empty slots (zero impulse, identity inverse apparent inertia, as the
+  whole solve reports them). Each size is one more traced solve (compile time).
+  Differentiable mode solves the whole buffer: more branches would multiply the compile of
+  its gradients. Arguments and result as `_solve`.
   """
   capacity = contacts.active.shape[0]
-  head = head_size(capacity)
-  if model.solver.differentiable or head >= capacity:
+  heads = head_sizes(capacity)
+  if model.solver.differentiable or not heads:
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
 
-  def slots(x):
-    return x[:head] if jnp.ndim(x) else x
-
-  def on_head(_):
+  def on_head(head, _):
+    slots = lambda x: x[:head] if jnp.ndim(x) else x
     solution = _solve(model, state, velocity, jax.tree.map(slots, contacts), terms,
                       None if frozen_rows is None else frozen_rows[:head])
     tail = contacts.replace(
@@ -253,9 +264,11 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                             else part, tail, solution.contacts)
     return solution.replace(contacts=reported)
 
-  return jax.lax.cond(batched_cond.any_world(count > head),
-                      lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows),
-                      on_head, None)
+  # The number of heads too small for some world: an unbatched index, so a real switch.
+  tier = sum(batched_cond.any_world(count > head).astype(jnp.int32) for head in heads)
+  return jax.lax.switch(
+      tier, [functools.partial(on_head, head) for head in heads]
+      + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
 
 
 def _solve(model: Model, state: State, velocity: StepVelocity,

@@ -110,7 +110,7 @@ def test_no_active_row_gives_an_empty_sweep():
 def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
   """The colour width the step compiles: 4 for single bodies under the forward-only solver;
   1 (row by row) for the differentiable solver and for worlds with an articulated system.
-  The forward-only step traces its solve twice: on the head of the contact buffer and on the
+  The forward-only step traces its solve once per head of the contact buffer and once on the
   whole buffer (contact_dynamics.solve_contacts)."""
   seen = []
   original = gauss_seidel.solve
@@ -131,8 +131,10 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
     model, state = world.compile()
     seen.clear()
     jax.eval_shape(rj.step, model, state)
-    return list(seen)
+    return list(seen), 1 + len(contact_dynamics.head_sizes(state.contacts.active.shape[0]))
 
-  assert width(False, False) == [contact_dynamics.COLOUR_WIDTH] * 2 == [4, 4]
-  assert width(True, False) == [1]
-  assert width(False, True) == [1, 1]
+  widths, solves = width(False, False)
+  assert widths == [contact_dynamics.COLOUR_WIDTH] * solves == [4, 4, 4]
+  assert width(True, False)[0] == [1]
+  widths, solves = width(False, True)
+  assert widths == [1] * solves and solves == 3

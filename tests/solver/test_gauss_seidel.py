@@ -541,23 +541,27 @@ _solve_whole_buffer = jax.jit(contact_dynamics._solve)
 
 @pytest.mark.parametrize("scene", ["boxes", "lander"])
 def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
-  """Forward-only mode solves only the buffer's first `head_size` slots when every world's
-  contacts fit there (contact_dynamics.solve_contacts); the whole-buffer solve of the same
-  inputs is its oracle: the same impulses and inverse apparent inertias in every slot, the
-  same velocities, joint-limit rows (which follow the contact rows) and sweep count, with and
-  without frozen (sleeping) rows. A batch in which one world has more contacts than the head
-  solves every world on the whole buffer, and each world still equals its own solve."""
+  """Forward-only mode solves only the buffer's first `h` slots, `h` the smallest of
+  `head_sizes` that holds every world's contacts (contact_dynamics.solve_contacts); the
+  whole-buffer solve of the same inputs is its oracle: the same impulses and inverse apparent
+  inertias in every slot, the same velocities, joint-limit rows (which follow the contact
+  rows) and sweep count, with and without frozen (sleeping) rows. Boxes: one world per head
+  and one that fits none. A batch is solved on the head that holds its most crowded world,
+  and each world still equals its own solve."""
   settings = dict(threshold=1e-12, max_iterations=300, differentiable=False)
   if scene == "lander":
     model, state, velocity, terms = lander()
     worlds = [(with_solver(model, **settings), state, velocity, terms)]
-  else:
-    crowded, sparse = boxes_on_ground(lifted=()), boxes_on_ground(lifted=range(1, 8))
-    worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in (crowded, sparse)]
-  head = contact_dynamics.head_size(worlds[0][1].contacts.active.shape[0])
+  else:     # 32 contacts (no head), 12 (the quarter head) and 4 (the small head)
+    worlds = [boxes_on_ground(lifted=lifted) for lifted in ((), range(3, 8), range(1, 8))]
+    worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in worlds]
+  heads = contact_dynamics.head_sizes(worlds[0][1].contacts.active.shape[0])
   counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
-  assert head < worlds[0][1].contacts.active.shape[0]
-  assert 0 < counts[-1] <= head and (scene == "lander" or counts[0] > head), (counts, head)
+  if scene == "boxes":
+    assert len(heads) == 2 and heads[1] < counts[0], (heads, counts)
+    assert heads[0] < counts[1] <= heads[1] and 0 < counts[2] <= heads[0], (heads, counts)
+  else:
+    assert heads[0] < counts[0] <= heads[-1], (heads, counts)   # 9 contacts: the quarter head
   for model, state, velocity, terms in worlds:
     none = jnp.zeros_like(state.contacts.active)
     for rows in (none, none.at[:2].set(True)):      # as the step passes them: a mask
@@ -566,20 +570,21 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
                                                 rows))
   if scene == "boxes":
     model, _, _, terms = worlds[0]
-    stacked = jax.tree.map(lambda *x: jnp.stack(x), *[(s, v) for _, s, v, _ in worlds])
-    batched = jax.jit(jax.vmap(lambda s, v: contact_dynamics.solve_contacts(
-        model, s, v, s.contacts, terms)))(*stacked)
-    for k, (_, state, velocity, _) in enumerate(worlds):
-      _assert_same_solution(jax.tree.map(lambda x: x[k], batched),
-                            _solve(model, state, velocity, state.contacts, terms))
+    for batch in (worlds, worlds[1:]):      # on the whole buffer, on the quarter head
+      stacked = jax.tree.map(lambda *x: jnp.stack(x), *[(s, v) for _, s, v, _ in batch])
+      batched = jax.jit(jax.vmap(lambda s, v: contact_dynamics.solve_contacts(
+          model, s, v, s.contacts, terms)))(*stacked)
+      for k, (_, state, velocity, _) in enumerate(batch):
+        _assert_same_solution(jax.tree.map(lambda x: x[k], batched),
+                              _solve(model, state, velocity, state.contacts, terms))
 
 
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
-  grows from 0 past `head_size` (24 of 96 slots), so the step switches from the head solve to
-  the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
-  different steps. Oracle: the same rollout with the head solve off (head_size = the whole
-  buffer): the same trajectory and contact counts."""
+  grows from 0 past both `head_sizes` (8 and 24 of 96 slots), so the step switches from the
+  small head to the quarter head and to the whole buffer inside one rollout, for a batch of
+  two worlds whose counts cross at different steps. Oracle: the same rollout with the head
+  solves off (no head sizes): the same trajectory and contact counts."""
   world = rj.World()
   world.setTimeStep(DT)
   world.setDefaultMaterial(0.5, 0.0, 0.0)
@@ -601,11 +606,12 @@ def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(m
             np.asarray(jnp.sum(trajectory.contacts.active, axis=-1)))
 
   positions, counts = run()
-  head = contact_dynamics.head_size(capacity)
-  assert head < capacity and counts.max() > head
-  assert np.any((counts > 0) & (counts <= head))
+  small, quarter = contact_dynamics.head_sizes(capacity)
+  assert counts.max() > quarter
+  assert np.any((counts > 0) & (counts <= small))
+  assert np.any((counts > small) & (counts <= quarter))
   assert not np.array_equal(counts[0], counts[1])       # the worlds cross at different steps
-  monkeypatch.setattr(contact_dynamics, "head_size", lambda c: c)
+  monkeypatch.setattr(contact_dynamics, "head_sizes", lambda c: ())
   whole_positions, whole_counts = run()
   np.testing.assert_array_equal(counts, whole_counts)
   np.testing.assert_allclose(positions, whole_positions, rtol=0, atol=1e-12)
