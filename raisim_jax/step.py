@@ -33,7 +33,7 @@ def integrate1(model: Model, state: State) -> State:
   compile_lib.resolve_dtype(model.dtype)   # float64 outside 64-bit mode: a clear error
   contacts = detection.detect_contacts(model, state)
   contacts = contacts.replace(
-      impulse=contact_dynamics.warm_start_impulse(state.contacts, contacts))
+      impulse=contact_dynamics.warm_start_impulse(model, state.contacts, contacts))
   return state.replace(contacts=contacts)
 
 

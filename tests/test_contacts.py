@@ -312,3 +312,57 @@ def test_empty_contact_slot_frame_is_the_frame_of_an_up_normal():
   empty = detection.empty_contacts(3, jnp.float64)
   expected = detection.contact_frame(jnp.array([0.0, 0.0, 1.0]))
   np.testing.assert_array_equal(np.asarray(empty.frame), np.broadcast_to(expected, (3, 3, 3)))
+
+
+def _warm_start_oracle(previous, current):
+  """numpy: for each active current slot, the normal impulse of the first active previous
+  slot with the same key (zero if none); tangential components zero."""
+  out = np.zeros((len(current["key"]), 3))
+  for i, (key, active) in enumerate(zip(current["key"], current["active"])):
+    match = [j for j, k in enumerate(previous["key"]) if active and previous["active"][j]
+             and k == key]
+    if match:
+      out[i, 2] = previous["impulse"][match[0], 2]
+  return out
+
+
+def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
+  """Forward-only mode compares only the leading slots of the two contact buffers (the
+  smallest head past which no world has an active slot; contact_dynamics.warm_start_impulse);
+  the oracle is a plain per-slot key search over whole buffers. Batches whose furthest active
+  slot falls in each head and past every head, with a buffer that is not active-first (an
+  active slot past an inactive one), and a batch of worlds that need different heads."""
+  from raisim_jax.dynamics import contact_dynamics
+  from raisim_jax.collision import detection
+  world = rj.World()
+  world.addGround()
+  for k in range(12):
+    world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(k, 0, 1)
+  model, state = world.compile()
+  capacity = state.contacts.active.shape[0]
+  heads = contact_dynamics.head_sizes(capacity)
+  assert len(heads) == 2, heads
+  rng = np.random.default_rng(3)
+
+  def buffer(extent):
+    """Random keys (some shared with the other buffer); active slots scattered over the
+    first `extent` slots, the last of them active."""
+    empty = detection.empty_contacts(capacity, jnp.float64)
+    active = np.zeros(capacity, bool)
+    active[:extent] = rng.random(extent) < 0.7
+    active[extent - 1] = True
+    return empty.replace(active=jnp.asarray(active),
+                         key=jnp.asarray(rng.integers(0, 12, capacity), jnp.int32),
+                         impulse=jnp.asarray(rng.normal(size=(capacity, 3))))
+
+  forward = model.replace(solver=model.solver.replace(differentiable=False))
+  run = jax.jit(jax.vmap(contact_dynamics.warm_start_impulse, in_axes=(None, 0, 0)))
+  extents = [(3, 5), (heads[0] + 2, 1), (heads[1], heads[1] - 1), (capacity, 2)]
+  for batch in ([extents[0]], [extents[1]], [extents[2]], [extents[3]], extents):
+    pairs = [(buffer(a), buffer(b)) for a, b in batch]
+    previous, current = (jax.tree.map(lambda *x: jnp.stack(x), *side) for side in zip(*pairs))
+    for m in (forward, model):
+      result = np.asarray(run(m, previous, current))
+      for k, (p, c) in enumerate(pairs):
+        as_numpy = lambda b: {f: np.asarray(getattr(b, f)) for f in ("key", "active", "impulse")}
+        np.testing.assert_array_equal(result[k], _warm_start_oracle(as_numpy(p), as_numpy(c)))
