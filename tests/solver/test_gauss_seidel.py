@@ -113,10 +113,15 @@ def lander():
   return problem(world)
 
 
+_integrate1 = jax.jit(rj.integrate1)
+
+
 def problem(world):
   """(model, state, velocity, terms) of the world's next step, built as step.integrate2 does."""
   model, state = world.compile()
-  state = rj.integrate1(model, state)
+  # Jitted: one program, not one per primitive (an eager integrate1 of the quadruped crashed a
+  # worker in XLA's compiler once, inside a full parallel test run).
+  state = _integrate1(model, state)
   bodies = state.bodies
   velocity = single_body.free_velocity(model, state, bodies.external_force,
                                        bodies.external_torque)
