@@ -221,21 +221,17 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
   return jac, inverse_jt, block, touches
 
 
-def _limit_jacobians(model: Model, vector, offsets, total_dofs, limit_slots=None):
-  """(K, 3, NV) joint-limit rows (z row = `vector` (K, 3) on the row's columns, see
-  joint_limits.limit_columns) and (K, S) touches, of every limit (K = L) or of the limits
-  `limit_slots` (K,)."""
+def _limit_jacobians(model: Model, vector, offsets, total_dofs):
+  """(L, 3, NV) joint-limit rows (z row = `vector` (L, 3) on the row's columns, see
+  joint_limits.limit_columns) and (L, S) touches."""
   limits = model.joint_limits
   columns = joint_limits.limit_columns(limits) + np.asarray(
       [offsets[s] for s in limits.system])[:, None]
+  rows = np.repeat(np.arange(limits.count), 3)
+  jac = jnp.zeros((limits.count, 3, total_dofs), vector.dtype)
+  jac = jac.at[rows, 2, columns.reshape(-1)].add(vector.reshape(-1))
   touches = np.zeros((limits.count, len(model.articulated)), bool)
   touches[np.arange(limits.count), np.asarray(limits.system)] = True
-  if limit_slots is not None:
-    columns, touches = jnp.asarray(columns)[limit_slots], jnp.asarray(touches)[limit_slots]
-  count = vector.shape[0]
-  rows = np.repeat(np.arange(count), 3)
-  jac = jnp.zeros((count, 3, total_dofs), vector.dtype)
-  jac = jac.at[rows, 2, columns.reshape(-1)].add(vector.reshape(-1))
   return jac, jnp.asarray(touches)
 
 
@@ -248,7 +244,6 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
 
 
 SMALL_HEAD = 8   # contact slots of the smallest head: one legged robot's feet, a lying humanoid
-LIMIT_HEAD = 4   # joint-limit rows of the smallest head (the active ones first)
 
 
 def head_sizes(capacity: int) -> tuple:
@@ -286,10 +281,10 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
 
-  def on_head(head, limit_slots, _):
+  def on_head(head, _):
     slots = lambda x: x[:head] if jnp.ndim(x) else x
     solution = _solve(model, state, velocity, jax.tree.map(slots, contacts), terms,
-                      None if frozen_rows is None else frozen_rows[:head], limit_slots)
+                      None if frozen_rows is None else frozen_rows[:head])
     tail = contacts.replace(
         impulse=jnp.zeros_like(contacts.impulse),
         inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=model.dtype),
@@ -300,23 +295,13 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
 
   # The number of heads too small for some world: an unbatched index, so a real switch.
   tier = sum(batched_cond.any_world(count > head).astype(jnp.int32) for head in heads)
-  branches = [functools.partial(on_head, head, None) for head in heads]
-  if model.joint_limits.count > LIMIT_HEAD:
-    # The smallest head also solves only LIMIT_HEAD joint-limit rows, the active ones first:
-    # a standing quadruped's 12 inactive limit rows cost ~12% of its step at batch 1,024.
-    active = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms),
-                                     model.time_step)["active"]
-    limit_slots = jnp.argsort(~active, stable=True)[:LIMIT_HEAD].astype(jnp.int32)
-    crowded = batched_cond.any_world(jnp.sum(active.astype(jnp.int32)) > LIMIT_HEAD)
-    tier = jnp.maximum(tier, crowded.astype(jnp.int32))
-    branches[0] = functools.partial(on_head, heads[0], limit_slots)
   return jax.lax.switch(
-      tier, branches + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)],
-      None)
+      tier, [functools.partial(on_head, head) for head in heads]
+      + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
 
 
 def _solve(model: Model, state: State, velocity: StepVelocity,
-           contacts: Contacts, terms=(), frozen_rows=None, limit_slots=None) -> ContactSolution:
+           contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem over every slot of `contacts`.
 
   Args:
@@ -328,9 +313,6 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
     frozen_rows: None, or (C,) bool contacts left out of the solve and the position
       correction (those of sleeping islands): they stay active in the returned contacts with
       their warm-start impulse and their inverse apparent inertia.
-    limit_slots: None (every joint-limit row, in order), or (K,) int32 distinct limit rows
-      that hold every active one (in index order): only those are solved; the others are
-      reported inactive with zero impulse, as the whole solve reports them.
 
   Returns:
     ContactSolution.
@@ -353,11 +335,7 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   single_a = found.active & (contacts.body_a < n)
   single_b = found.active & (contacts.body_b < n)
   limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
-  every_limit = limits
   num_limits = model.joint_limits.count
-  if num_limits and limit_slots is not None:
-    limits = jax.tree.map(lambda x: x[limit_slots], limits)
-    num_limits = limit_slots.shape[0]
   num_pins = model.pins.count if model.pins is not None else 0
   num_extra = num_limits + num_pins
 
@@ -406,8 +384,7 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
                                                                            terms)
     extra_jac, extra_touches = [], []
     if num_limits:
-      jac_l, touches_l = _limit_jacobians(model, limits["vector"], offsets, total_dofs,
-                                          limit_slots)
+      jac_l, touches_l = _limit_jacobians(model, limits["vector"], offsets, total_dofs)
       extra_jac.append(jac_l)
       extra_touches.append(touches_l)
     if num_pins:
@@ -543,14 +520,10 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   if num_limits:
     violation = jnp.maximum(-limits["gap"], 0.0)
     penetration = jnp.concatenate([penetration, jnp.where(limits["active"], violation, 0.0)])
-    limit_impulse = jnp.where(limits["active"],
-                              limits["direction"] * impulses[capacity:capacity + num_limits, 2],
-                              0.0)
-    if limit_slots is not None:
-      limit_impulse = jnp.zeros_like(every_limit["gap"]).at[limit_slots].set(limit_impulse)
-      violation = jnp.maximum(-every_limit["gap"], 0.0)
+    limit_impulse = impulses[capacity:, 2]
     limit_state = state.joint_limits.replace(
-        active=every_limit["active"], upper=every_limit["upper"], impulse=limit_impulse,
+        active=limits["active"], upper=limits["upper"],
+        impulse=jnp.where(limits["active"], limits["direction"] * limit_impulse, 0.0),
         violation=violation)
   body_displacement = jnp.zeros((n, 3), dtype)
   if has_singles:

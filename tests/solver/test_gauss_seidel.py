@@ -584,50 +584,6 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
                               _solve(model, state, velocity, state.contacts, terms))
 
 
-def test_smallest_head_solves_the_active_joint_limits_first_and_equals_the_whole_buffer():
-  """The smallest head also solves only LIMIT_HEAD joint-limit rows, the active ones first
-  (contact_dynamics.solve_contacts). The quadruped standing on its 4 feet (12 limit rows),
-  with 0, 2 and 5 of its joints pushed past a limit: the whole-buffer solve of the same
-  inputs is the oracle (impulses, velocities, joint-limit state, sweeps), also for a batch of
-  the three, which the 5 active limits send to the whole buffer."""
-  from tests.legged import scenarios
-  settings = dict(threshold=1e-12, max_iterations=300, differentiable=False)
-  # gc[7:19]: (HAA, HFE, KFE) of LF, RF, LH, RH; HAA in [-0.8, 0.8], KFE in [-2.7, -0.5].
-  past = {0: (), 2: ((15, -2.75), (16, 0.85)),   # LH knee below its range, RH abduction above
-          5: ((9, -2.75), (10, 0.85), (12, -2.75), (13, 0.9), (18, -0.45))}
-  worlds = []
-  for active in (0, 2, 5):
-    world, robot, nominal, _ = scenarios.standing_world("quadruped", jnp.float64)
-    gc = np.asarray(nominal, float).copy()
-    gc[2] = 0.32      # settled base height: the feet on the ground
-    gv = np.r_[0.1, 0.0, -0.3, np.zeros(15)]
-    for coordinate, angle in past[active]:
-      gc[coordinate] = angle
-      gv[coordinate - 1] = 3.0 * np.sign(angle - nominal[coordinate])   # further past it
-    robot.setGeneralizedCoordinate(gc)
-    robot.setGeneralizedVelocity(gv)
-    robot.setPdTarget(gc, np.zeros(18))      # the PD no longer pulls back from the limits
-    model, state, velocity, terms = problem(world)
-    worlds.append((with_solver(model, **settings), state, velocity, terms))
-  model, state, velocity, terms = worlds[0]
-  assert model.joint_limits.count == 12 > contact_dynamics.LIMIT_HEAD
-  heads = contact_dynamics.head_sizes(state.contacts.active.shape[0])
-  for (model, state, velocity, terms), active in zip(worlds, (0, 2, 5)):
-    solution = _solve(model, state, velocity, state.contacts, terms)
-    assert 0 < int(jnp.sum(state.contacts.active)) <= heads[0]
-    assert int(jnp.sum(solution.joint_limits.active)) == active
-    if active:
-      assert float(jnp.max(jnp.abs(solution.joint_limits.impulse))) > 0
-    _assert_same_solution(solution, _solve_whole_buffer(model, state, velocity,
-                                                        state.contacts, terms))
-  stacked = jax.tree.map(lambda *x: jnp.stack(x), *[(s, v, t) for _, s, v, t in worlds])
-  batched = jax.jit(jax.vmap(lambda s, v, t: contact_dynamics.solve_contacts(
-      model, s, v, s.contacts, t)))(*stacked)
-  for k, (_, state, velocity, terms) in enumerate(worlds):
-    _assert_same_solution(jax.tree.map(lambda x: x[k], batched),
-                          _solve(model, state, velocity, state.contacts, terms))
-
-
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
   grows from 0 past both `head_sizes` (8 and 24 of 96 slots), so the step switches from the
