@@ -119,8 +119,7 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
     return jnp.zeros_like(contacts.impulse)
 
   def matched(sizes, _):
-    current, last = (buffer if size == buffer.key.shape[0]
-                     else jax.tree.map(lambda x: x[:size] if jnp.ndim(x) else x, buffer)
+    current, last = (buffer if size == buffer.key.shape[0] else _leading(buffer, size)
                      for buffer, size in ((contacts, sizes[0]), (previous, sizes[1])))
     same = (current.key[:, None] == last.key[None, :]) & last.active[None, :]
     same &= current.active[:, None]
@@ -145,8 +144,8 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
     return jnp.max(jnp.where(active, jnp.arange(1, active.shape[0] + 1), 0))
 
   extent = jnp.maximum(reach(contacts.active), reach(previous.active))
-  tier = sum(batched_cond.any_world(extent > head).astype(jnp.int32) for head in heads)
-  return jax.lax.switch(tier, [functools.partial(matched, (head, head)) for head in heads]
+  return jax.lax.switch(_head_tier(extent, heads),
+                        [functools.partial(matched, (head, head)) for head in heads]
                         + [functools.partial(matched, whole)], None)
 
 
@@ -258,6 +257,18 @@ def head_sizes(capacity: int) -> tuple:
   return tuple(sizes)
 
 
+def _head_tier(extent, heads):
+  """() int32 index of the smallest of `heads` that is not below `extent` in any world
+  (len(heads): none is), unbatched under vmap (`batched_cond.any_world`), so a `switch` on it
+  runs one branch for the whole batch."""
+  return sum(batched_cond.any_world(extent > head).astype(jnp.int32) for head in heads)
+
+
+def _leading(contacts: Contacts, size: int) -> Contacts:
+  """The buffer's first `size` slots (scalar leaves such as `overflow` unchanged)."""
+  return jax.tree.map(lambda x: x[:size] if jnp.ndim(x) else x, contacts)
+
+
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
@@ -282,8 +293,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   count = jnp.sum(contacts.active.astype(jnp.int32))
 
   def on_head(head, _):
-    slots = lambda x: x[:head] if jnp.ndim(x) else x
-    solution = _solve(model, state, velocity, jax.tree.map(slots, contacts), terms,
+    solution = _solve(model, state, velocity, _leading(contacts, head), terms,
                       None if frozen_rows is None else frozen_rows[:head])
     tail = contacts.replace(
         impulse=jnp.zeros_like(contacts.impulse),
@@ -293,10 +303,8 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                             else part, tail, solution.contacts)
     return solution.replace(contacts=reported)
 
-  # The number of heads too small for some world: an unbatched index, so a real switch.
-  tier = sum(batched_cond.any_world(count > head).astype(jnp.int32) for head in heads)
   return jax.lax.switch(
-      tier, [functools.partial(on_head, head) for head in heads]
+      _head_tier(count, heads), [functools.partial(on_head, head) for head in heads]
       + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
 
 
