@@ -1,8 +1,10 @@
 """The standing quadruped under PD control: env-steps per second and compile time of the pure
 step under vmap (float32, solver in its batched mode), and MuJoCo C on the same URDF in the
-same run (`mujoco.rollout`, 2 threads), with the ratio.
+same run (`mujoco.rollout`, one thread per core), with the ratio. Batches above 1 are split
+over one XLA host device per core (`host_devices.py`; `--devices N` to change).
 
-Run: `python benchmarks/legged.py [--robot quadruped|a1] [--batches 1,256,1024] [--json F]`
+Run: `python benchmarks/legged.py [--robot quadruped|a1] [--batches 1,256,1024] [--devices N]
+[--json F]`
 (MuJoCo needs the `bench` extra: `pip install -e ".[bench]"`; without it that column is
 skipped). Not a test: numbers depend on the machine; compare ratios taken in one run.
 
@@ -18,13 +20,14 @@ import os
 import re
 import sys
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from benchmarks import host_devices  # noqa: E402
+host_devices.configure()   # one host device per core, before JAX starts
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import raisim_jax as rj  # noqa: E402
 from raisim_jax.collision import detection  # noqa: E402
 from benchmarks import timing  # noqa: E402
@@ -95,7 +98,7 @@ def mujoco_setup(robot_name):
 
 
 def measure_mujoco(setup, batch, steps=STEPS):
-  """env-steps/s of mujoco.rollout over `batch` copies, 2 threads."""
+  """env-steps/s of mujoco.rollout over `batch` copies, one thread per core."""
   model, state, control, _ = setup
   return timing.mujoco_rollout_rate(model, state, control, batch, steps)
 
@@ -105,6 +108,7 @@ def main():
   parser.add_argument("--robot", default="quadruped", choices=sorted(scenarios.ROBOTS))
   parser.add_argument("--batches", default="1,256,1024")
   parser.add_argument("--json", default="", help="write the figures to this file")
+  host_devices.add_argument(parser)
   args = parser.parse_args()
   world, robot, nominal, feet = scenarios.standing_world(args.robot, jnp.float32)
   # Settle first: the benchmark steps a robot standing on its four feet.
@@ -114,7 +118,7 @@ def main():
   model, state = world.compile()
   setup = mujoco_setup(args.robot)
   print(f"robot={args.robot} float32 backend={jax.default_backend()} "
-        f"devices={jax.device_count()} "
+        f"devices={jax.device_count()} (batches are split over them) "
         f"contacts={int(np.sum(np.asarray(state.contacts.active)))} "
         f"settled z={float(base[-1, 2]):.4f}"
         + (f" | mujoco {__import__('mujoco').__version__} settled z={setup[3]:.4f}"
@@ -127,7 +131,8 @@ def main():
     if setup:
       theirs = measure_mujoco(setup, batch)
       row.update(mujoco_c=theirs, ratio=ours / theirs)
-      line += f" | MuJoCo C 2 threads {theirs:12,.0f} | ratio {ours / theirs:.3f}"
+      line += (f" | MuJoCo C {timing.cores()} threads {theirs:12,.0f} | "
+               f"ratio {ours / theirs:.3f}")
     if batch in (1, 256):
       detect_ms, step_ms = detection_ms(model, state, batch), 1e3 * batch / ours
       row.update(detection_ms=detect_ms, step_ms=step_ms)
@@ -136,7 +141,8 @@ def main():
     rows.append(row)
   if args.json:
     with open(args.json, "w") as f:
-      json.dump(dict(robot=args.robot, backend=jax.default_backend(), rows=rows), f, indent=1)
+      json.dump(dict(robot=args.robot, backend=jax.default_backend(), devices=timing.cores(),
+                     rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

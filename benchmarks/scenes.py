@@ -7,12 +7,13 @@ both engines.
 For each scene and batch: raisim_jax's pure step (float32, `setContactSolverDifferentiable(False)`:
 the batched while-loop solver) in world-steps/s, its compile seconds and its peak memory per
 world (XLA's memory analysis of the compiled rollout: arguments + outputs + temporaries,
-divided by the batch); MuJoCo C's `mujoco.rollout` on 2 threads. For one world: the latency
+divided by the batch); MuJoCo C's `mujoco.rollout` on one thread per core. Batches above 1
+are split over one XLA host device per core (`host_devices.py`; `--devices N` to change). For one world: the latency
 of the OO `World.integrate()` (float64, RaiSim's precision, as a script calls it) against
 MuJoCo's `mj_step` (float64) on the same scene. Active contacts at the end of each run.
 
     .venv/bin/python benchmarks/scenes.py [--scenes falling,resting,pile] [--batches 1,64,1024]
-        [--steps 100] [--sleep] [--json out.json] [--quick]
+        [--steps 100] [--sleep] [--devices N] [--json out.json] [--quick]
 
 Sleeping islands are off in both engines unless `--sleep` turns them on in both (RaiSim's
 default is on, MuJoCo's off): a resting scene that sleeps costs little more than its
@@ -29,13 +30,14 @@ import os
 import sys
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from benchmarks import host_devices  # noqa: E402
+host_devices.configure()   # one host device per core, before JAX starts
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import raisim_jax as rj  # noqa: E402
 from benchmarks import timing  # noqa: E402
 
@@ -105,9 +107,10 @@ def ours_batched(model, state, batch, steps):
   start = time.perf_counter()
   compiled = run.lower(inputs).compile()
   compile_seconds = time.perf_counter() - start
-  memory = compiled.memory_analysis()
+  memory = compiled.memory_analysis()    # of one device's program
+  worlds_per_device = batch // len(jax.tree.leaves(inputs)[0].sharding.device_set)
   per_world = (memory.argument_size_in_bytes + memory.output_size_in_bytes
-               + memory.temp_size_in_bytes - memory.alias_size_in_bytes) / batch
+               + memory.temp_size_in_bytes - memory.alias_size_in_bytes) / worlds_per_device
   _, best = timing.timed(compiled, inputs, 3)
   active = np.asarray(compiled(inputs).contacts.active).reshape(batch, -1)
   return batch * steps / best, compile_seconds, per_world, int(active[0].sum())
@@ -152,6 +155,7 @@ def main(argv=None):
                       help="sleeping islands on in both engines (RaiSim's default; MuJoCo's "
                            "mjENBL_SLEEP); off by default, as in MuJoCo")
   parser.add_argument("--json", default="")
+  host_devices.add_argument(parser)
   parser.add_argument("--quick", action="store_true",
                       help="smallest sizes (CI): batch 2, 5 steps, 20 calls")
   args = parser.parse_args(argv)
@@ -165,7 +169,8 @@ def main(argv=None):
   print(f"backend={jax.default_backend()} devices={jax.device_count()} "
         f"mujoco={mujoco.__version__ if mujoco else 'not installed'} steps={args.steps} "
         f"sleeping={'on' if args.sleep else 'off'}")
-  print("| scene | batch | raisim_jax world-steps/s (compile s) | MuJoCo C 2 threads | ratio | "
+  print(f"| scene | batch | raisim_jax world-steps/s (compile s) | MuJoCo C {timing.cores()} "
+        "threads | ratio | "
         "memory per world | contacts |")
   print("|---|---|---|---|---|---|---|")
   rows = []

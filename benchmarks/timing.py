@@ -22,19 +22,35 @@ def timed(run, inputs, repeats):
   return first, best
 
 
-def batched(fn, state, batch):
+def cores() -> int:
+  """CPU host devices of this process: the cores a batched run uses (host_devices.py), and
+  the threads MuJoCo C's `rollout` gets."""
+  return jax.local_device_count("cpu")
+
+
+def batched(fn, state, batch, split=True):
   """(jitted fn, its input): fn on one state for batch 1 (no vmap: under vmap every cond is a
-  select), vmapped over `batch` copies otherwise."""
+  select); for a larger batch, fn vmapped over `batch` copies of `state`, split over this
+  process's devices (`batching.sharded_vmap`: each device runs its share as one program) when
+  `split`, there are several and they divide the batch; on the first device otherwise.
+  `state` may be any pytree (an MJX Data too)."""
   if batch == 1:
     return jax.jit(fn), state
+  devices = jax.local_devices()
+  if split and len(devices) > 1 and batch % len(devices) == 0:
+    mesh = rj.batching.batch_mesh(devices)
+    return (rj.batching.sharded_vmap(fn, (0,), mesh),
+            rj.batching.shard(rj.batching.replicate(state, batch), mesh))
   return jax.jit(jax.vmap(fn)), rj.batching.replicate(state, batch)
 
 
-def mujoco_rollout_rate(model, state, control, batch, steps, threads=2):
+def mujoco_rollout_rate(model, state, control, batch, steps, threads=None):
   """World-steps/s of `mujoco.rollout` over `batch` copies of the full-physics `state` with
-  the constant `control` (nu,), on `threads` MjData; the best of 3 runs after a warm-up."""
+  the constant `control` (nu,), on `threads` MjData (default: `cores()`, as many as our
+  batched runs use); the best of 3 runs after a warm-up."""
   import mujoco
   from mujoco import rollout
+  threads = cores() if threads is None else threads
   datas = [mujoco.MjData(model) for _ in range(threads)]
   initial = np.tile(state, (batch, 1))
   controls = np.tile(control, (batch, steps, 1))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 
 BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
@@ -30,6 +31,11 @@ def test_mjcf_models_against_mjx_quick(tmp_path):
   for key in ("ours", "mjx_rl", "mjx_default", "ours_compile_s", "mjx_rl_compile_s"):
     assert np.isfinite(row[key]) and row[key] > 0, key
   assert np.isclose(row["ratio_vs_mjx_rl"], row["ours"] / row["mjx_rl"])
+  cores = jax.local_device_count()
+  if cores == 1 or 2 % cores:                   # one device (the usual test process)
+    assert row["ours_all_cores"] is None
+  else:
+    assert np.isfinite(row["ours_all_cores"]) and row["ours_all_cores"] > 0
   assert json.loads(out.read_text())["rows"] == rows
 
 
@@ -83,3 +89,70 @@ def test_suite_compile_time_plugin_logs_and_summarizes(tmp_path):
   assert rows[-1]["file"] == "TOTAL" and len(rows) == 2
   assert np.isclose(rows[-1]["wall"], sum(r["wall"] for r in records))
   assert np.isclose(rows[0]["backend"], records[0]["backend"])
+
+
+def test_host_devices_reads_the_device_count_and_keeps_given_flags(monkeypatch):
+  """`--devices N` / `--devices=N` from the command line, else the core count; `configure`
+  leaves a device count or an Eigen setting already in XLA_FLAGS alone, and does nothing once
+  JAX is imported (as in this process)."""
+  host_devices = _load("host_devices")
+  assert host_devices.requested(["--batches", "1", "--devices", "3"]) == 3
+  assert host_devices.requested(["--devices=5"]) == 5
+  assert host_devices.requested([]) == (os.cpu_count() or 1)
+  monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+  host_devices.configure(["--devices", "2"])          # JAX is imported here: no change
+  assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
+  script = textwrap.dedent("""
+      import os, sys
+      sys.path.insert(0, sys.argv[1])
+      from benchmarks import host_devices
+      host_devices.configure(["--devices", "2"])
+      print(os.environ["XLA_FLAGS"])
+  """)
+  environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+  result = subprocess.run([sys.executable, "-c", script, os.path.join(BENCHMARKS, "..")],
+                          env=environment, capture_output=True, text=True, timeout=60)
+  assert result.stdout.split() == ["--xla_force_host_platform_device_count=4",
+                                   "--xla_cpu_multi_thread_eigen=false"], result.stderr
+
+
+def test_batched_runs_split_over_host_devices_as_on_one_device():
+  """With 2 host devices (a fresh interpreter), `timing.batched` splits a batch of 4 worlds
+  over both devices and gives bit for bit, on each device, the states of the same 2 worlds
+  stepped on one device (the same program: a 4-world program may round differently); batch 1
+  and a batch the devices do not divide stay on one device; MuJoCo C gets one thread per
+  device."""
+  script = textwrap.dedent("""
+      import sys
+      sys.path.insert(0, sys.argv[1])
+      from benchmarks import host_devices
+      host_devices.configure(["--devices", "2"])
+      import jax, jax.numpy as jnp, numpy as np
+      jax.config.update("jax_enable_x64", True)
+      import raisim_jax as rj
+      from benchmarks import timing
+      assert jax.local_device_count() == 2 and timing.cores() == 2
+      world = rj.World()
+      world.setTimeStep(2e-3)
+      world.addGround()
+      world.addBox(0.2, 0.3, 0.1, 1.0).setPosition(0, 0, 0.049)    # resting on the ground
+      world.addSphere(0.1, 0.5).setPosition(0.5, 0, 0.099)
+      world.setContactSolverDifferentiable(False)
+      model, state = world.compile()
+      fn = lambda s: rj.rollout(model, s, 20)[0]
+      run, inputs = timing.batched(fn, state, 4)
+      assert len(inputs.bodies.position.sharding.device_set) == 2
+      split = run(inputs)
+      pair = jax.jit(jax.vmap(fn))(rj.batching.replicate(state, 2))
+      for a, b in zip(jax.tree.leaves(split), jax.tree.leaves(pair)):
+        assert np.array_equal(np.asarray(a), np.concatenate([np.asarray(b)] * 2))
+      assert int(np.asarray(split.contacts.active).sum()) > 0
+      for batch in (1, 3):
+        _, inputs = timing.batched(fn, state, batch)
+        assert len(inputs.bodies.position.sharding.device_set) == 1
+      print("ok")
+  """)
+  environment = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  result = subprocess.run([sys.executable, "-c", script, os.path.join(BENCHMARKS, "..")],
+                          env=environment, capture_output=True, text=True, timeout=600)
+  assert result.stdout.strip().endswith("ok"), result.stdout + result.stderr
