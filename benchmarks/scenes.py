@@ -7,10 +7,11 @@ both engines.
 For each scene and batch: raisim_jax's pure step (float32, `setContactSolverDifferentiable(False)`:
 the batched while-loop solver) in world-steps/s, its compile seconds and its peak memory per
 world (XLA's memory analysis of the compiled rollout: arguments + outputs + temporaries,
-divided by the batch); MuJoCo C's `mujoco.rollout` on one thread per core. Batches above 1
-are split over one XLA host device per core (`host_devices.py`; `--devices N` to change). For one world: the latency
-of the OO `World.integrate()` (float64, RaiSim's precision, as a script calls it) against
-MuJoCo's `mj_step` (float64) on the same scene. Active contacts at the end of each run.
+divided by the worlds of one device); MuJoCo C's `mujoco.rollout` on one thread per core.
+Batches above 1 are split over one XLA host device per core (`host_devices.py`; `--devices N`
+to change). For one world: the latency of the OO `World.integrate()` (float64, RaiSim's
+precision, as a script calls it) against MuJoCo's `mj_step` (float64) on the same scene.
+Active contacts at the end of each run.
 
     .venv/bin/python benchmarks/scenes.py [--scenes falling,resting,pile] [--batches 1,64,1024]
         [--steps 100] [--sleep] [--devices N] [--json out.json] [--quick]
