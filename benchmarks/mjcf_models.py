@@ -15,8 +15,8 @@ at batch 1,024 deadlocked when split over 2 host devices (under `shard_map` and 
 sharded `jit` alike; batch 64 ran), in the JAX 0.10.2 CPU client.
 
 Run: `python benchmarks/mjcf_models.py [--models hopper,ant,humanoid]
-[--batches 1,64,256,1024] [--steps 50] [--devices N] [--json F]`; `--quick` (batch 2, 5 steps) is what the test
-suite runs on the hopper so the script cannot rot. MJX comes with Brax (the `rl` extra) or
+[--batches 1,64,256,1024] [--steps 50] [--devices N] [--json F]`; `--quick` (batch 2, 5
+steps) is what the test suite runs on the hopper so the script cannot rot. MJX comes with Brax (the `rl` extra) or
 `pip install mujoco-mjx`. Not a test: numbers depend on the machine; compare ratios taken in
 one run.
 """
