@@ -1,5 +1,7 @@
 """brax 0.14 on JAX 0.10: brax.training's PPO calls `jax.device_put_replicated`, which JAX 0.10
-removed. On one device it is a `device_put` with a leading axis of 1 (what pmap takes).
+removed. The stand-in stacks one copy per device along a new leading axis, that axis split
+over the devices (a NamedSharding on a 1-D mesh of them: what JAX 0.10's pmap takes), so PPO
+runs on one device or on several (e.g. one XLA host device per CPU core, README).
 
 Call `install_device_put_replicated()` before `ppo.train`; it adds the stand-in to the `jax`
 module only where JAX lacks the function (nothing changes on a JAX that still has it), and
@@ -7,17 +9,24 @@ only when called: importing raisim_jax never touches the jax module."""
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
 def _device_put_replicated(value, devices):
-  if len(devices) != 1:
-    raise NotImplementedError(
-        f"device_put_replicated stand-in: one device only, got {len(devices)} (brax on several "
-        "devices needs a JAX that still has jax.device_put_replicated)")
-  return jax.tree.map(lambda a: jax.device_put(jnp.asarray(a)[None], devices[0]), value)
+  """`value` (a pytree) with a leading axis of len(`devices`), copy k on devices[k]."""
+  devices = list(devices)
+  if not devices:
+    raise ValueError("device_put_replicated: argument 'devices' is empty")
+  sharding = NamedSharding(Mesh(np.array(devices), ("devices",)), PartitionSpec("devices"))
+
+  def put(leaf):
+    leaf = jnp.asarray(leaf)
+    return jax.device_put(jnp.broadcast_to(leaf, (len(devices),) + leaf.shape), sharding)
+  return jax.tree.map(put, value)
 
 
 def install_device_put_replicated():
-  """Adds `jax.device_put_replicated` (one-device stand-in) where JAX 0.10 removed it."""
+  """Adds `jax.device_put_replicated` (the stand-in above) where JAX 0.10 removed it."""
   if "device_put_replicated" not in vars(jax):
     jax.device_put_replicated = _device_put_replicated
