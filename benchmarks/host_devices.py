@@ -3,8 +3,9 @@
 XLA runs one CPU device's program on about one core (`--xla_cpu_multi_thread_eigen=false`
 keeps the small batched products off Eigen's thread pool, which costs ~4x; see DESIGN.md).
 So that a batched run uses the cores that MuJoCo C's multi-threaded `rollout` uses, the
-scripts split the batch over one host device per core (`jax.shard_map`, see
-`timing.batched`), MJX's batch as well as ours. Batch 1 runs on one device.
+scripts split our batch over one host device per core (`jax.shard_map`, see
+`timing.batched`; `mjcf_models.py` keeps MJX on one device, see there). Batch 1 runs on one
+device.
 
 `configure()` must run before JAX is imported: it reads `--devices N` from the command line
 (default: `os.cpu_count()`) and adds `--xla_force_host_platform_device_count=N` and

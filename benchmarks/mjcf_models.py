@@ -16,9 +16,9 @@ sharded `jit` alike; batch 64 ran), in the JAX 0.10.2 CPU client.
 
 Run: `python benchmarks/mjcf_models.py [--models hopper,ant,humanoid]
 [--batches 1,64,256,1024] [--steps 50] [--devices N] [--json F]`; `--quick` (batch 2, 5
-steps) is what the test suite runs on the hopper so the script cannot rot. MJX comes with Brax (the `rl` extra) or
-`pip install mujoco-mjx`. Not a test: numbers depend on the machine; compare ratios taken in
-one run.
+steps) is what the test suite runs on the hopper so the script cannot rot. MJX comes with
+Brax (the `rl` extra) or `pip install mujoco-mjx`. Not a test: numbers depend on the machine;
+compare ratios taken in one run.
 """
 
 import argparse
@@ -91,7 +91,7 @@ def main(argv=None):
   batches = [2] if args.quick else [int(b) for b in args.batches.split(",")]
   steps = 5 if args.quick else args.steps
   rows = []
-  cores = len(jax.local_devices())
+  cores = jax.local_device_count()
   print(f"| Model | Batch | raisim_jax steps/s | compile s | MJX (RL settings) steps/s | "
         f"compile s | MJX (model's settings) steps/s | ours / MJX (RL) | raisim_jax, all "
         f"{cores} cores |")
@@ -99,8 +99,7 @@ def main(argv=None):
   for name in args.models.split(","):
     for batch in batches:
       rate, compile_s, dt = ours(name, batch, steps)
-      all_cores = (ours(name, batch, steps, split=True)[0]
-                   if cores > 1 and batch % cores == 0 else None)
+      all_cores = ours(name, batch, steps, split=True)[0] if timing.splits(batch) else None
       rl_rate, rl_compile, mj_dt = mjx_rate(name, batch, steps, rl_settings=True)
       default_rate, _, _ = mjx_rate(name, batch, steps, rl_settings=False)
       if abs(dt - mj_dt) > 1e-12:
@@ -115,7 +114,7 @@ def main(argv=None):
             f"{'' if all_cores is None else f'{all_cores:,.0f}'} |", flush=True)
   if args.json:
     with open(args.json, "w") as f:
-      json.dump(dict(device=str(jax.devices()[0]), devices=len(jax.local_devices()),
+      json.dump(dict(device=str(jax.devices()[0]), devices=cores,
                      rows=rows), f, indent=1)
   return rows
 

@@ -28,17 +28,23 @@ def cores() -> int:
   return jax.local_device_count("cpu")
 
 
+def splits(batch) -> bool:
+  """Whether `batched(..., split=True)` splits `batch` worlds over this process's devices:
+  more than one world, several devices, and they divide the batch."""
+  devices = jax.local_device_count()
+  return batch > 1 and devices > 1 and batch % devices == 0
+
+
 def batched(fn, state, batch, split=True):
   """(jitted fn, its input): fn on one state for batch 1 (no vmap: under vmap every cond is a
   select); for a larger batch, fn vmapped over `batch` copies of `state`, split over this
   process's devices (`batching.sharded_vmap`: each device runs its share as one program) when
-  `split`, there are several and they divide the batch; on the first device otherwise.
+  `split` and `splits(batch)`; on the first device otherwise.
   `state` may be any pytree (an MJX Data too)."""
   if batch == 1:
     return jax.jit(fn), state
-  devices = jax.local_devices()
-  if split and len(devices) > 1 and batch % len(devices) == 0:
-    mesh = rj.batching.batch_mesh(devices)
+  if split and splits(batch):
+    mesh = rj.batching.batch_mesh(jax.local_devices())
     return (rj.batching.sharded_vmap(fn, (0,), mesh),
             rj.batching.shard(rj.batching.replicate(state, batch), mesh))
   return jax.jit(jax.vmap(fn)), rj.batching.replicate(state, batch)
