@@ -13,6 +13,15 @@ device.
 Imported after JAX (the test suite loads the scripts in its own process) it changes nothing
 and the runs use the devices that process has.
 
+`--one-core` pins the process to one core before JAX starts (XLA then sizes its thread
+pools to one thread) and uses one device: both engines of a script run on one core. MJX needs
+it at large batches: its Cholesky and triangular solves are jaxlib's LAPACK kernels, which
+split a batch over XLA's pool and block the pool thread that waits for the parts; two running
+at once on a pool of 2 threads deadlock (a native stack of the hung humanoid at batch 1,024
+shows both pool threads in `jax::ParallelBatchMap`, under `lapack_spotrf_ffi` and
+`lapack_strsm_ffi`; raisim_jax's step calls no LAPACK kernel, see raisim_jax/math/dense.py).
+With one pool thread the kernels run their batch inline.
+
 Pure standard library: importing JAX here would be too early.
 """
 
@@ -20,10 +29,17 @@ import os
 import sys
 
 
+def one_core(argv=None) -> bool:
+  """Whether `argv` (default `sys.argv[1:]`) asks for `--one-core`."""
+  return "--one-core" in (sys.argv[1:] if argv is None else argv)
+
+
 def requested(argv=None) -> int:
-  """The `--devices N` (or `--devices=N`) of `argv` (default `sys.argv[1:]`), else the
-  number of CPU cores."""
+  """1 with `--one-core`, else the `--devices N` (or `--devices=N`) of `argv` (default
+  `sys.argv[1:]`), else the number of CPU cores."""
   argv = sys.argv[1:] if argv is None else argv
+  if one_core(argv):
+    return 1
   for k, argument in enumerate(argv):
     if argument == "--devices" and k + 1 < len(argv):
       return int(argv[k + 1])
@@ -33,9 +49,12 @@ def requested(argv=None) -> int:
 
 
 def configure(argv=None) -> None:
-  """Adds the host device count and the Eigen setting to XLA_FLAGS (before JAX starts)."""
+  """Adds the host device count and the Eigen setting to XLA_FLAGS and, with `--one-core`,
+  pins the process to its first allowed core (before JAX starts)."""
   if "jax" in sys.modules:
     return
+  if one_core(argv):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
   flags = os.environ.get("XLA_FLAGS", "")
   if "xla_cpu_multi_thread_eigen" not in flags:
     flags += " --xla_cpu_multi_thread_eigen=false"
@@ -49,3 +68,6 @@ def add_argument(parser) -> None:
   parser.add_argument("--devices", type=int, default=None,
                       help="CPU host devices (cores) to split the batch over and MuJoCo C "
                            "threads; default: every core. Read before JAX starts.")
+  parser.add_argument("--one-core", action="store_true",
+                      help="pin the process to one core and use one device (MJX's LAPACK "
+                           "kernels deadlock a pool of 2+ threads at large batches)")

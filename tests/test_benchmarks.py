@@ -116,6 +116,29 @@ def test_host_devices_reads_the_device_count_and_keeps_given_flags(monkeypatch):
                                    "--xla_cpu_multi_thread_eigen=false"], result.stderr
 
 
+def test_host_devices_one_core_pins_the_process_and_uses_one_device():
+  """`--one-core` (MJX's LAPACK kernels deadlock a pool of 2+ threads) wins over `--devices`;
+  in a fresh interpreter `configure` pins the process to one core before JAX starts, and JAX
+  then has one CPU device."""
+  host_devices = _load("host_devices")
+  assert host_devices.requested(["--one-core", "--devices", "2"]) == 1
+  assert host_devices.one_core(["--batches", "1", "--one-core"])
+  assert not host_devices.one_core(["--devices", "2"])
+  script = textwrap.dedent("""
+      import os, sys
+      sys.path.insert(0, sys.argv[1])
+      from benchmarks import host_devices
+      host_devices.configure(["--one-core"])
+      import jax
+      print(len(os.sched_getaffinity(0)), jax.local_device_count(), os.environ["XLA_FLAGS"])
+  """)
+  environment = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  result = subprocess.run([sys.executable, "-c", script, os.path.join(BENCHMARKS, "..")],
+                          env=environment, capture_output=True, text=True, timeout=120)
+  assert result.stdout.split() == ["1", "1", "--xla_cpu_multi_thread_eigen=false",
+                                   "--xla_force_host_platform_device_count=1"], result.stderr
+
+
 def test_batched_runs_split_over_host_devices_as_on_one_device():
   """With 2 host devices (a fresh interpreter), `timing.batched` splits a batch of 4 worlds
   over both devices and gives bit for bit, on each device, the states of the same 2 worlds
