@@ -16,6 +16,8 @@ cost M_eff^-1 its digits).
     rollout   = lax.scan of step
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -151,6 +153,12 @@ def step_no_contact_detection(model: Model, state: State,
 def rollout(model: Model, state: State, n_steps: int, controls: Control | None = None):
   """Runs `n_steps` steps with lax.scan.
 
+  Reverse mode keeps only each step's input State and recomputes the step's intermediates
+  while it goes back through it (`jax.checkpoint` around the step, no effect on the forward
+  program): the gradient of a 50-step rollout of 4 sliding bodies held ~5 MB per world-step
+  of the solver's intermediates without it (a batch of 64 asked for 66 GB), and runs no
+  slower with it. A scan of your own over `step` can do the same.
+
   Args:
     model: Model.
     state: initial State.
@@ -161,6 +169,7 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
     (final_state, trajectory) where trajectory is a State whose leaves have a leading axis of
     length n_steps holding the state after each step.
   """
+  @functools.partial(jax.checkpoint, prevent_cse=False)   # inside a scan: CSE is harmless
   def body(carry, control):
     new = step(model, carry, control)
     return new, new

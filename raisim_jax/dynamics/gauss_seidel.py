@@ -426,10 +426,11 @@ def _fixed_sweeps(layout, problem, start, keep_going):
   700-step gradient test: 175 s instead of 104 s)."""
   at_block = lambda carry: keep_going(carry) & (carry[3] == BLOCK_SWEEP)
 
+  sweep = jax.checkpoint(functools.partial(_fixed_sweep, layout, problem), prevent_cse=False)
+
   def iterate(carry, _):
     carry = _block_move(layout, problem, carry, at_block)
-    return batched_cond.run_where(keep_going(carry),
-                                  functools.partial(_fixed_sweep, layout, problem), carry), None
+    return batched_cond.run_where(keep_going(carry), sweep, carry), None
 
   groups, per_group = sweep_groups(layout.iteration_capacity)
 
