@@ -39,6 +39,22 @@ def test_mjcf_models_against_mjx_quick(tmp_path):
   assert json.loads(out.read_text())["rows"] == rows
 
 
+def test_gradients_quick(tmp_path):
+  """The gradient benchmark in its reduced mode: rates and times positive and finite, the
+  ratios their quotients, the gradient finite, the JSON the row."""
+  out = tmp_path / "gradients.json"
+  row = _load("gradients").main(["--quick", "--json", str(out)])
+  assert row["batch"] == 2 and row["steps"] == 3
+  for key in ("forward_only", "differentiable", "gradient_seconds", "gradient_compile_s"):
+    assert np.isfinite(row[key]) and row[key] > 0, key
+  assert np.isclose(row["differentiable_over_forward_only"],
+                    row["forward_only"] / row["differentiable"])
+  assert np.isclose(row["gradient_over_forward"],
+                    row["gradient_seconds"] / row["differentiable_seconds"])
+  assert row["gradient_finite"] is True
+  assert json.loads(out.read_text())["rows"] == [row]
+
+
 def test_scenes_against_mujoco_quick(tmp_path):
   """The 9-body scenes and the sphere pile in both engines: rates, compile times, memory per
   world and per-call latencies positive and finite, the ratios their quotients, MuJoCo's

@@ -1,0 +1,128 @@
+"""Gradients through a batched rollout with contacts: time and compile time against the
+forward rollout, in both solver modes (#12's gradient targets).
+
+The scene is the one issue #12 states its targets on: 2 boxes and 2 spheres resting on the
+ground, sliding (initial speeds 0.5-1 m/s along x, friction 0.8: every contact slides, then
+sticks), float32, 50 steps of 2 ms, `batch` worlds on one device. Rows:
+- the forward-only solve (`setContactSolverDifferentiable(False)`, a `while_loop`): the
+  batched mode, the throughput reference;
+- the differentiable solve (the default): the forward rollout, and `jax.grad` of a loss of
+  the final state (squared final positions and velocities of the 4 bodies, summed over the
+  worlds) with respect to the initial linear velocities, reverse mode through all 50 steps.
+The ratios are the targets' quantities: differentiable forward over the batched mode (target:
+within 3x), gradient over differentiable forward (target: under 5x; MJX 6.7x), and the
+gradient's compile time (target: under 60 s). Also XLA's temporaries per world of each
+program (reverse mode keeps what it needs of every step), and whether the gradient is finite
+everywhere. Compile seconds include tracing and lowering.
+
+Run: `python benchmarks/gradients.py [--batch 64] [--steps 50] [--json F]`; `--quick`
+(batch 2, 3 steps) is what the test suite runs. Not a test: numbers depend on the machine.
+"""
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import raisim_jax as rj
+
+
+def sliding_world(differentiable):
+  """The 2 boxes + 2 spheres on the ground, each sliding along x (float32)."""
+  world = rj.World(dtype=jnp.float32)
+  world.setTimeStep(2e-3)
+  world.setDefaultMaterial(0.8, 0.0, 0.0)
+  world.addGround()
+  for k in range(2):
+    box = world.addBox(0.2, 0.2, 0.2, 1.0 + k)
+    box.setPosition(0.0, 0.5 * k, 0.1)
+    box.setVelocity([0.5 + 0.5 * k, 0, 0], [0, 0, 0])
+    sphere = world.addSphere(0.1, 0.5 + k)
+    sphere.setPosition(1.0, 0.5 * k, 0.1)
+    sphere.setVelocity([1.0 - 0.25 * k, 0, 0], [0, 0, 0])
+  world.setContactSolverDifferentiable(differentiable)
+  return world.compile()
+
+
+def _loss(model, steps):
+  """Loss of one world's initial linear velocities (n, 3): squared final positions and
+  velocities of its bodies."""
+  def loss(state, velocity):
+    start = rj.tree_replace(state, {"bodies.linear_velocity": velocity})
+    final = rj.rollout(model, start, steps)[0]
+    return jnp.sum(final.bodies.position ** 2) + jnp.sum(final.bodies.linear_velocity ** 2)
+  return loss
+
+
+def _compiled(function, *arguments):
+  """(compiled executable, seconds to trace, lower and compile it, bytes of XLA temporaries)."""
+  start = time.perf_counter()
+  compiled = jax.jit(function).lower(*arguments).compile()
+  return compiled, time.perf_counter() - start, compiled.memory_analysis().temp_size_in_bytes
+
+
+def _best_seconds(compiled, arguments, repeats):
+  """Best wall time of `repeats` calls after a first one; the first call's result."""
+  result = jax.block_until_ready(compiled(*arguments))
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(*arguments))
+    best = min(best, time.perf_counter() - start)
+  return best, result
+
+
+def measure(batch, steps, repeats=2):
+  """Row of figures: world-steps/s, compile seconds and XLA temporaries per world of each
+  program, the gradient's time, the ratios, and whether the gradient is finite."""
+  row = dict(batch=batch, steps=steps)
+  for mode, differentiable in (("forward_only", False), ("differentiable", True)):
+    model, state = sliding_world(differentiable)
+    states = rj.batching.replicate(state, batch)
+    compiled, row[mode + "_compile_s"], temp = _compiled(
+        jax.vmap(lambda s, model=model: rj.rollout(model, s, steps)[0]), states)
+    seconds, _ = _best_seconds(compiled, (states,), repeats)
+    row.update({mode: batch * steps / seconds, mode + "_seconds": seconds,
+                mode + "_temp_bytes_per_world": temp / batch})
+  loss = _loss(model, steps)                 # the differentiable model
+  velocities = states.bodies.linear_velocity
+  compiled, row["gradient_compile_s"], temp = _compiled(
+      jax.grad(lambda v, s: jnp.sum(jax.vmap(loss)(s, v))), velocities, states)
+  seconds, grads = _best_seconds(compiled, (velocities, states), repeats)
+  row.update(gradient_seconds=seconds, gradient_temp_bytes_per_world=temp / batch,
+             gradient_finite=bool(np.all(np.isfinite(np.asarray(grads)))),
+             differentiable_over_forward_only=row["forward_only"] / row["differentiable"],
+             gradient_over_forward=seconds / row["differentiable_seconds"])
+  return row
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--batch", type=int, default=64)
+  parser.add_argument("--steps", type=int, default=50)
+  parser.add_argument("--quick", action="store_true", help="batch 2, 3 steps")
+  parser.add_argument("--json")
+  args = parser.parse_args(argv)
+  batch, steps = (2, 3) if args.quick else (args.batch, args.steps)
+  row = measure(batch, steps)
+  print("| batch x steps | forward-only world-steps/s (compile s) | differentiable "
+        "(compile s) | ratio | gradient s (compile s) | gradient / forward | gradient "
+        "temporaries per world | finite |")
+  print("|---|---|---|---|---|---|---|---|")
+  print(f"| {batch} x {steps} | {row['forward_only']:,.0f} ({row['forward_only_compile_s']:.1f}) "
+        f"| {row['differentiable']:,.0f} ({row['differentiable_compile_s']:.1f}) | "
+        f"{row['differentiable_over_forward_only']:.2f} | {row['gradient_seconds']:.3f} "
+        f"({row['gradient_compile_s']:.1f}) | {row['gradient_over_forward']:.2f} | "
+        f"{row['gradient_temp_bytes_per_world'] / 2**20:.1f} MiB | {row['gradient_finite']} |",
+        flush=True)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(dict(device=str(jax.devices()[0]), rows=[row]), f, indent=1)
+  return row
+
+
+if __name__ == "__main__":
+  main()
