@@ -12,15 +12,17 @@ steps on). Both engines run on one device for the ratio. The column "all cores" 
 batch over one XLA host device per core (`host_devices.py`; `--devices N` to change), as
 `legged.py` and `scenes.py` do against MuJoCo C's threads. MJX is not split: its ant program
 at batch 1,024 deadlocked when split over 2 host devices (under `shard_map` and under a
-sharded `jit` alike; batch 64 ran), in the JAX 0.10.2 CPU client.
+sharded `jit` alike; batch 64 ran), in the JAX 0.10.2 CPU client, and its humanoid at batch
+1,024 deadlocked on one device: MJX's Cholesky and triangular solves are jaxlib LAPACK
+kernels, which deadlock a thread pool of 2+ threads (`host_devices.py`). `--one-core` runs
+both engines pinned to one core, where they cannot.
 
 Run: `python benchmarks/mjcf_models.py [--models hopper,ant,humanoid]
-[--batches 1,64,256,1024] [--steps 50] [--devices N] [--no-mjx-own] [--json F]`;
-`--no-mjx-own` skips MJX at the model's own settings (the humanoid's Newton solve at batch
-1,024 ran past 25 min); `--quick` (batch 2, 5
-steps) is what the test suite runs on the hopper so the script cannot rot. MJX comes with
-Brax (the `rl` extra) or `pip install mujoco-mjx`. Not a test: numbers depend on the machine;
-compare ratios taken in one run.
+[--batches 1,64,256,1024] [--steps 50] [--devices N | --one-core] [--no-mjx-own]
+[--json F]`; `--no-mjx-own` skips MJX at the model's own settings (the slowest column);
+`--quick` (batch 2, 5 steps) is what the test suite runs on the hopper so the script cannot
+rot. MJX comes with Brax (the `rl` extra) or `pip install mujoco-mjx`. Not a test: numbers
+depend on the machine; compare ratios taken in one run.
 """
 
 import argparse
