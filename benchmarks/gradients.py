@@ -21,13 +21,18 @@ Run: `python benchmarks/gradients.py [--batch 64] [--steps 50] [--json F]`; `--q
 
 import argparse
 import json
+import os
+import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import raisim_jax as rj
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import raisim_jax as rj  # noqa: E402
+from benchmarks import timing  # noqa: E402
 
 
 def sliding_world(differentiable):
@@ -64,17 +69,6 @@ def _compiled(function, *arguments):
   return compiled, time.perf_counter() - start, compiled.memory_analysis().temp_size_in_bytes
 
 
-def _best_seconds(compiled, arguments, repeats):
-  """Best wall time of `repeats` calls after a first one; the first call's result."""
-  result = jax.block_until_ready(compiled(*arguments))
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*arguments))
-    best = min(best, time.perf_counter() - start)
-  return best, result
-
-
 def measure(batch, steps, repeats=2):
   """Row of figures: world-steps/s, compile seconds and XLA temporaries per world of each
   program, the gradient's time, the ratios, and whether the gradient is finite."""
@@ -84,14 +78,15 @@ def measure(batch, steps, repeats=2):
     states = rj.batching.replicate(state, batch)
     compiled, row[mode + "_compile_s"], temp = _compiled(
         jax.vmap(lambda s, model=model: rj.rollout(model, s, steps)[0]), states)
-    seconds, _ = _best_seconds(compiled, (states,), repeats)
+    _, seconds = timing.timed(compiled, states, repeats)
     row.update({mode: batch * steps / seconds, mode + "_seconds": seconds,
                 mode + "_temp_bytes_per_world": temp / batch})
   loss = _loss(model, steps)                 # the differentiable model
   velocities = states.bodies.linear_velocity
   compiled, row["gradient_compile_s"], temp = _compiled(
       jax.grad(lambda v, s: jnp.sum(jax.vmap(loss)(s, v))), velocities, states)
-  seconds, grads = _best_seconds(compiled, (velocities, states), repeats)
+  _, seconds = timing.timed(lambda v: compiled(v, states), velocities, repeats)
+  grads = compiled(velocities, states)
   row.update(gradient_seconds=seconds, gradient_temp_bytes_per_world=temp / batch,
              gradient_finite=bool(np.all(np.isfinite(np.asarray(grads)))),
              differentiable_over_forward_only=row["forward_only"] / row["differentiable"],

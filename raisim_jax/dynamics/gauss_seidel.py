@@ -19,8 +19,11 @@ whose converged ones are skipped (`batched_cond.run_where`), so forward and reve
 differentiate it; the derivative is that of the sweeps actually run. Measured on two stacked
 cubes with the upper one sliding (d state / d initial speed, 20-200 steps): replacing it by the
 derivative of the converged fixed point (150 linearized sweeps per step, tried as a
-`custom_jvp`) changed it by 3e-8, so the cheaper one is kept. `early_exit` (a `while_loop` over
-the active rows) differentiates in forward mode only.
+`custom_jvp`) changed it by 3e-8, so the cheaper one is kept. Each fixed-trip sweep is a
+`jax.checkpoint`: reverse mode keeps its input carry and recomputes its row visits, where it
+had stored every visit of every sweep (~25 MB per world-step for 96 contact slots; a batch of
+64 x 50 steps asked for 66 GB). `early_exit` (a `while_loop` over the active rows)
+differentiates in forward mode only.
 """
 
 import functools
