@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -63,10 +62,10 @@ def _loss(model, steps):
 
 
 def _compiled(function, *arguments):
-  """(compiled executable, seconds to trace, lower and compile it, bytes of XLA temporaries)."""
-  start = time.perf_counter()
-  compiled = jax.jit(function).lower(*arguments).compile()
-  return compiled, time.perf_counter() - start, compiled.memory_analysis().temp_size_in_bytes
+  """(executable of jit(`function`), seconds to trace, lower and compile it, bytes of XLA
+  temporaries)."""
+  executable, seconds = timing.compiled(jax.jit(function), *arguments)
+  return executable, seconds, executable.memory_analysis().temp_size_in_bytes
 
 
 def measure(batch, steps, repeats=2):

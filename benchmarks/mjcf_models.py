@@ -97,7 +97,7 @@ def main(argv=None):
   batches = [2] if args.quick else [int(b) for b in args.batches.split(",")]
   steps = 5 if args.quick else args.steps
   rows = []
-  cores = jax.local_device_count()
+  cores = timing.cores()
   print(f"| Model | Batch | raisim_jax steps/s | compile s | MJX (RL settings) steps/s | "
         f"compile s | MJX (model's settings) steps/s | ours / MJX (RL) | raisim_jax, all "
         f"{cores} cores |")

@@ -105,9 +105,7 @@ def settled(scene, settle_steps, sleep=False):
 def ours_batched(model, state, batch, steps):
   """(world-steps/s, compile s, bytes per world, active contacts at the end of world 0)."""
   run, inputs = timing.batched(lambda s: rj.rollout(model, s, steps)[0], state, batch)
-  start = time.perf_counter()
-  compiled = run.lower(inputs).compile()
-  compile_seconds = time.perf_counter() - start
+  compiled, compile_seconds = timing.compiled(run, inputs)
   memory = compiled.memory_analysis()    # of one device's program
   worlds_per_device = batch // len(jax.tree.leaves(inputs)[0].sharding.device_set)
   per_world = (memory.argument_size_in_bytes + memory.output_size_in_bytes

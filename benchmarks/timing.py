@@ -22,6 +22,14 @@ def timed(run, inputs, repeats):
   return first, best
 
 
+def compiled(run, *inputs):
+  """(the executable of the jitted `run` for `inputs`, seconds to trace, lower and compile
+  it); its `memory_analysis()` gives XLA's buffer sizes."""
+  start = time.perf_counter()
+  executable = run.lower(*inputs).compile()
+  return executable, time.perf_counter() - start
+
+
 def cores() -> int:
   """CPU host devices of this process: the cores a batched run uses (host_devices.py), and
   the threads MuJoCo C's `rollout` gets."""
