@@ -356,16 +356,37 @@ def _block_move(layout, problem, carry, when):
   """
   if not layout.block_bodies:
     return carry
+  n = layout.block_bodies
+  num_active, active_order = _active_rows(layout, problem)
+
+  def delta_on_every_row(velocity, impulses):
+    block = island_block.prepare(problem, n)
+    return island_block.correction(block, problem, rows_velocity(layout, problem, velocity),
+                                   impulses, n)
+
+  def delta_on_active_rows(size, velocity, impulses):
+    rows = active_order[:size]
+    subset = island_block.rows_subset(problem, rows, jnp.arange(size) < num_active, n)
+    velocities = jax.vmap(row_velocity, in_axes=(None, None, None, 0))(layout, problem,
+                                                                       velocity, rows)
+    delta = island_block.correction(island_block.prepare(subset, n), subset, velocities,
+                                    impulses[rows], n)
+    return jnp.zeros_like(impulses).at[rows].add(delta)   # the padding's delta is zero
 
   def correct(carry):
     velocity, impulses, change, sweeps = carry
-    block = island_block.prepare(problem, layout.block_bodies)
-    delta = island_block.correction(block, problem,
-                                    rows_velocity(layout, problem, velocity), impulses,
-                                    layout.block_bodies)
+    # Forward-only solves already run on the leading contact slots that hold every world's
+    # contacts (contact_dynamics.solve_contacts' heads); the differentiable one on them all.
+    size = None if layout.early_exit else island_block.compact_size(layout.rows)
+    if size is None:
+      delta = delta_on_every_row(velocity, impulses)
+    else:   # one branch for the whole batch: the compact one where every world's rows fit
+      delta = jax.lax.cond(batched_cond.any_world(num_active > size),
+                           delta_on_every_row,
+                           functools.partial(delta_on_active_rows, size), velocity, impulses)
     return apply_all(layout, problem, velocity, delta), impulses + delta, change, sweeps
 
-  candidates = island_block.has_candidates(problem, layout.block_bodies)
+  candidates = island_block.has_candidates(problem, n)
   return batched_cond.run_where(candidates & when(carry), jax.checkpoint(correct), carry)
 
 
