@@ -359,11 +359,15 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     return jax.lax.stop_gradient(
         island_max(jnp.max(jnp.abs(residual), axis=-1)) <= wrench_tolerance)
 
-  def newton(nu, _):
+  def newton_step(nu):
+    """(next Newton iterate, residual A^T Proj(start + A nu) - w at nu), both (n + 1, 6)."""
     point, jac = project_to_cone(start + ops.rows(nu), mu)
     residual = ops.bodies(point) - wrench
     jac = jnp.where(eligible[:, None, None], jax.lax.stop_gradient(jac), 0.0)
-    step = nu - ops.solve(jac, residual)
+    return nu - ops.solve(jac, residual), residual
+
+  def newton(nu, _):
+    step, residual = newton_step(nu)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED
@@ -379,9 +383,19 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
         ops.bodies(project_to_cone(start + ops.rows(step), mu)[0]) - wrench)
     return jnp.where((diverged | leaves)[:, None], nu, step), None
 
-  nu = batched_cond.run_where(
+  # Derivatives: those of the root, not of the iterations. The Newton steps run on values
+  # only; at a root nu* the derivative of one more step, nu* - G^-1 f(nu*), is the implicit
+  # one, -G^-1 df (f(nu*) = 0), so it is added as a tangent (value + step - step: the value
+  # stays the iterations'; one step from a rounding-level residual could jump to another
+  # active set). Unrolled, reverse mode went back through all NEWTON_STEPS steps and their
+  # conjugate-gradient solves: with the move 90% of the differentiable step of 2 sliding
+  # boxes and 2 spheres, that was most of its gradient. Islands whose Newton solve did not
+  # converge are rejected below, tangent and all.
+  nu = jax.lax.stop_gradient(batched_cond.run_where(
       least_squares, lambda nu: jax.lax.scan(newton, nu, None, length=NEWTON_STEPS)[0],
-      jnp.zeros((segments, 6), dtype))
+      jnp.zeros((segments, 6), dtype)))
+  step = newton_step(nu)[0]
+  nu = nu + jnp.where(jnp.isfinite(step), step - jax.lax.stop_gradient(step), 0.0)
   new, _ = project_to_cone(start + ops.rows(nu), mu)
   delta = jnp.where(eligible[:, None], new - start, 0.0)
   predicted = error + ops.rows(bmv(block["inverse_mass"], ops.bodies(delta)))
