@@ -35,6 +35,7 @@ sweeps; joint-limit and pin rows never take part.
 
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from raisim_jax import batched_cond
 from raisim_jax.math import rotation
@@ -45,6 +46,7 @@ DIVERGED = 1e12       # |nu| at which a Newton solve stops: its wrench is not re
 CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island takes the move
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
 CG_TOLERANCE_ULPS = 16  # relative residual at which CG stops, in ulps
+NEWTON_ROOT = "island_block_newton_root"   # checkpoint name of the Newton solve's result
 
 
 def _relative_regularization(dtype):
@@ -391,9 +393,9 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   # conjugate-gradient solves: with the move 90% of the differentiable step of 2 sliding
   # boxes and 2 spheres, that was most of its gradient. Islands whose Newton solve did not
   # converge are rejected below, tangent and all.
-  nu = jax.lax.stop_gradient(batched_cond.run_where(
+  nu = checkpoint_name(jax.lax.stop_gradient(batched_cond.run_where(
       least_squares, lambda nu: jax.lax.scan(newton, nu, None, length=NEWTON_STEPS)[0],
-      jnp.zeros((segments, 6), dtype)))
+      jnp.zeros((segments, 6), dtype))), NEWTON_ROOT)
   step = newton_step(nu)[0]
   nu = nu + jnp.where(jnp.isfinite(step), step - jax.lax.stop_gradient(step), 0.0)
   new, _ = project_to_cone(start + ops.rows(nu), mu)
