@@ -23,8 +23,8 @@ import jax.numpy as jnp
 
 from raisim_jax import compile as compile_lib
 from raisim_jax.collision import detection
-from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, single_body, sleeping,
-                                 system_groups)
+from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, island_block,
+                                 single_body, sleeping, system_groups)
 from raisim_jax.math.matmul_precision import full_precision
 from raisim_jax.types import Control, Model, State
 
@@ -156,8 +156,10 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
   Reverse mode keeps only each step's input State and recomputes the step's intermediates
   while it goes back through it (`jax.checkpoint` around the step; the forward computes the
   same): without it the gradient of a rollout of 4 sliding bodies held ~5 MB per world-step
-  (4 worlds x 5 steps: XLA temporaries 100 MB, with it 21 MB, in the same time). A scan of
-  your own over `step` can do the same.
+  (4 worlds x 5 steps: XLA temporaries 100 MB, with it 21 MB, in the same time). It also keeps
+  the root of each island block move's Newton solve (`island_block.NEWTON_ROOT`, a few floats
+  per body and sweep), so the recomputed step does not run those Newton steps again. A scan
+  of your own over `step` can do the same.
 
   Args:
     model: Model.
@@ -169,7 +171,9 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
     (final_state, trajectory) where trajectory is a State whose leaves have a leading axis of
     length n_steps holding the state after each step.
   """
-  @functools.partial(jax.checkpoint, prevent_cse=False)   # inside a scan: CSE is harmless
+  @functools.partial(jax.checkpoint, prevent_cse=False,   # inside a scan: CSE is harmless
+                     policy=jax.checkpoint_policies.save_only_these_names(
+                         island_block.NEWTON_ROOT))
   def body(carry, control):
     new = step(model, carry, control)
     return new, new

@@ -106,3 +106,41 @@ def test_rollout_trajectory_has_one_entry_per_step():
   assert trajectory.bodies.position.shape == (7, model.num_bodies, 3)
   np.testing.assert_allclose(trajectory.bodies.position[-1], final.bodies.position)
   assert float(final.time) == pytest.approx(0.07)
+
+
+def _newton_scans(jaxpr):
+  """Number of scans of island_block.NEWTON_STEPS trips in `jaxpr` and its sub-jaxprs."""
+  from jax.extend import core
+  from raisim_jax.dynamics import island_block
+  count = 0
+  for eqn in jaxpr.eqns:
+    count += eqn.primitive.name == "scan" and eqn.params["length"] == island_block.NEWTON_STEPS
+    for value in eqn.params.values():
+      for sub in value if isinstance(value, (tuple, list)) else (value,):
+        if isinstance(sub, core.ClosedJaxpr):
+          count += _newton_scans(sub.jaxpr)
+        elif isinstance(sub, core.Jaxpr):
+          count += _newton_scans(sub)
+  return count
+
+
+def test_a_rollout_gradient_runs_the_block_moves_newton_steps_only_forward():
+  """Reverse mode through `rollout` recomputes each step (and each block move) from what it
+  kept, which includes the root of the move's Newton solve: the gradient's program holds the
+  Newton iterations of the forward pass only (one scan per branch of the move), where it
+  held three (forward, the step's recompute, the move's recompute). Their values carry no
+  derivative (island_block.correction), so running them again was pure cost."""
+  world = rj.World()
+  world.addGround()
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  box.setPosition(0, 0, 0.1)
+  model, state = world.compile()
+
+  def loss(velocity):
+    start = rj.tree_replace(state, {"bodies.linear_velocity": velocity})
+    return jnp.sum(rj.rollout(model, start, 2)[0].bodies.position ** 2)
+
+  velocity = state.bodies.linear_velocity
+  forward = _newton_scans(jax.make_jaxpr(loss)(velocity).jaxpr)
+  assert forward >= 1
+  assert _newton_scans(jax.make_jaxpr(jax.grad(loss))(velocity).jaxpr) == forward

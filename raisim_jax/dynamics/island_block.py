@@ -33,8 +33,11 @@ every row exactly. Islands touching a link (an articulated system) are left to p
 sweeps; joint-limit and pin rows never take part.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from raisim_jax import batched_cond
 from raisim_jax.math import rotation
@@ -45,6 +48,7 @@ DIVERGED = 1e12       # |nu| at which a Newton solve stops: its wrench is not re
 CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island takes the move
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
 CG_TOLERANCE_ULPS = 16  # relative residual at which CG stops, in ulps
+NEWTON_ROOT = "island_block_newton_root"   # checkpoint name of the Newton solve's result
 
 
 def _relative_regularization(dtype):
@@ -155,6 +159,30 @@ def prepare(problem, num_bodies):
                   * (problem["frame"] @ world_twist))
   return dict(side_twist=jnp.stack(twists, axis=1), side_body=side_body, label=label,
               row_island=row_island, eligible=eligible, mass=mass, inverse_mass=inverse_mass)
+
+
+ROW_KEYS = ("island_body", "frame", "r_a", "r_b", "weight_a", "weight_b", "index_a", "index_b",
+            "row_active", "friction", "target")   # the per-row entries of `problem` read here
+
+
+def compact_size(rows):
+  """Static number of rows the correction runs on when every world's active rows fit in it
+  (`rows_subset`), or None where that would not save at least half of `rows`: a quarter of
+  the rows, at least 16, a multiple of 8. Every row enters its 16 Newton steps and their
+  conjugate-gradient iterations, active or not: 2 sliding boxes and 2 spheres (10 active rows
+  in 96) spent 90% of their differentiable step in the move."""
+  size = max(16, -(-rows // 32) * 8)
+  return size if 2 * size <= rows else None
+
+
+def rows_subset(problem, rows, valid, num_bodies):
+  """`problem` restricted to the rows `rows` (K,) (the per-row entries `ROW_KEYS`; the bodies'
+  entries whole), the slots where `valid` (K,) is False taking no part (inactive, eligible for
+  nothing)."""
+  subset = {key: problem[key][rows] for key in ROW_KEYS}
+  subset["island_body"] = jnp.where(valid[:, None], subset["island_body"], num_bodies)
+  subset["row_active"] = subset["row_active"] & valid
+  return {**subset, "inv_mass": problem["inv_mass"], "inv_inertia": problem["inv_inertia"]}
 
 
 def has_candidates(problem, num_bodies):
@@ -294,6 +322,40 @@ def _conjugate_gradients(operator, rhs, preconditioner):
   return jax.lax.custom_linear_solve(operator, rhs, solve, symmetric=True)
 
 
+def _newton_step(operands, nu, num_bodies):
+  """(next Newton iterate, residual f(nu) = A^T Proj(start + A nu) - w at nu), both
+  (n + 1, 6), of the move's multipliers nu; `operands`: start (R, 3), mu (R,), wrench
+  (n + 1, 6), side_twist, side_body (the block's) and eligible (R,). The projection's Jacobian
+  J in the Newton matrix A^T J A is a value (no derivative)."""
+  ops = _Operators(operands, num_bodies)
+  point, jac = project_to_cone(operands["start"] + ops.rows(nu), operands["mu"])
+  residual = ops.bodies(point) - operands["wrench"]
+  jac = jnp.where(operands["eligible"][:, None, None], jax.lax.stop_gradient(jac), 0.0)
+  return nu - ops.solve(jac, residual), residual
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _at_root(nu, operands, num_bodies):
+  """`nu` (n + 1, 6), a root of the Newton solve computed without derivatives, differentiated
+  as that root: the derivative of one more Newton step at a root nu*, nu* - G^-1 f(nu*), is
+  the implicit one, -G^-1 df (f(nu*) = 0). Only the tangent takes that step; the value stays
+  `nu` (a step from a rounding-level residual could jump to another active set), and a
+  program without derivatives computes nothing here. Unrolled, reverse mode went back
+  through all NEWTON_STEPS steps and their conjugate-gradient solves (with the move 90% of
+  the differentiable step of 2 sliding boxes and 2 spheres, that was most of its
+  gradient)."""
+  del operands, num_bodies
+  return nu
+
+
+@_at_root.defjvp
+def _at_root_jvp(num_bodies, primals, tangents):
+  nu, operands = primals
+  step, d_step = jax.jvp(lambda o: _newton_step(o, nu, num_bodies)[0], (operands,),
+                         (tangents[1],))
+  return nu, jnp.where(jnp.isfinite(step), d_step, 0.0)
+
+
 def correction(block, problem, row_velocity, impulses, num_bodies):
   """(R, 3) impulse change of the islands whose contacts can all stick (zero elsewhere).
 
@@ -335,11 +397,11 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     return jax.lax.stop_gradient(
         island_max(jnp.max(jnp.abs(residual), axis=-1)) <= wrench_tolerance)
 
+  operands = dict(start=start, mu=mu, wrench=wrench, side_twist=block["side_twist"],
+                  side_body=block["side_body"], eligible=eligible)
+
   def newton(nu, _):
-    point, jac = project_to_cone(start + ops.rows(nu), mu)
-    residual = ops.bodies(point) - wrench
-    jac = jnp.where(eligible[:, None, None], jax.lax.stop_gradient(jac), 0.0)
-    step = nu - ops.solve(jac, residual)
+    step, residual = _newton_step(operands, nu, num_bodies)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED
@@ -355,9 +417,13 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
         ops.bodies(project_to_cone(start + ops.rows(step), mu)[0]) - wrench)
     return jnp.where((diverged | leaves)[:, None], nu, step), None
 
-  nu = batched_cond.run_where(
+  # The Newton steps run on values only; the root they reach is differentiated as a root
+  # (`_at_root`). Islands whose Newton solve did not converge are rejected below, tangent
+  # and all.
+  nu = checkpoint_name(jax.lax.stop_gradient(batched_cond.run_where(
       least_squares, lambda nu: jax.lax.scan(newton, nu, None, length=NEWTON_STEPS)[0],
-      jnp.zeros((segments, 6), dtype))
+      jnp.zeros((segments, 6), dtype))), NEWTON_ROOT)
+  nu = _at_root(nu, operands, num_bodies)
   new, _ = project_to_cone(start + ops.rows(nu), mu)
   delta = jnp.where(eligible[:, None], new - start, 0.0)
   predicted = error + ops.rows(bmv(block["inverse_mass"], ops.bodies(delta)))

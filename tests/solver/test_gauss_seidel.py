@@ -49,6 +49,22 @@ LANDER = """<?xml version="1.0"?>
 </robot>"""
 
 
+@pytest.fixture(autouse=True)
+def _no_persistent_cache_writes():
+  """No compile of this file is written to the persistent compilation cache. Writing one
+  aborted the xdist worker inside XLA's `executable.serialize()` (called from jax's
+  `compilation_cache.put_executable_and_time`): first this file's head-boundary rollout in
+  three cold-cache suite runs (CI's included), then, once that test was exempted,
+  `test_gradients_match_finite_differences[stick]`'s first `jit(grad)`. It reproduces by
+  running this whole file with an empty cache directory (the 16th test aborts), never a test
+  alone: it depends on the process state the earlier tests leave. Reads stay on; the cost is
+  that a warm run recompiles this file's programs. jax reads the threshold at every write."""
+  previous = jax.config.jax_persistent_cache_min_compile_time_secs
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))
+  yield
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
+
+
 # ------------------------------------------------------------------------------------------------
 # Scenes
 
@@ -584,19 +600,6 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
                               _solve(model, state, velocity, state.contacts, terms))
 
 
-@pytest.fixture
-def _no_persistent_cache_writes():
-  """No compile of the test is written to the persistent compilation cache: writing this
-  test's first rollout aborted its xdist worker inside XLA's `executable.serialize()` in
-  three cold-cache suite runs (CI's included; never alone, never with the cache off). Reads
-  stay on. jax reads the threshold at every write."""
-  previous = jax.config.jax_persistent_cache_min_compile_time_secs
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", float("inf"))
-  yield
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
-
-
-@pytest.mark.usefixtures("_no_persistent_cache_writes")
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
   grows from 0 past both `head_sizes` (8 and 24 of 96 slots), so the step switches from the

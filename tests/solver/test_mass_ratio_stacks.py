@@ -79,3 +79,44 @@ def test_a_converged_island_keeps_its_block_solution_in_later_newton_steps():
   assert sweeps.max() <= gauss_seidel.BLOCK_SWEEP + 1, sweeps
   position = np.asarray(trajectory.bodies.position[:, 1:11])
   assert np.abs(position - position[0]).max() < 1e-9
+
+
+def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch):
+  """The differentiable solver runs the block move on the active rows gathered into
+  `island_block.compact_size` slots when every world's fit (an inactive row adds nothing to
+  the move's sums). Oracle: the same solve with the move on every row (compaction off), on the
+  1:2:4:7:10 stack while it settles (the move taken in its first steps) and two boxes sliding
+  (the move tried and rejected): the same sweeps and states to rounding (float64)."""
+  from raisim_jax.dynamics import gauss_seidel, island_block
+
+  def scene(sliding):
+    world = rj.World()
+    world.setTimeStep(1e-3)
+    world.addGround()
+    masses = [1, 2] if sliding else [1, 2, 4, 7, 10]
+    for k, mass in enumerate(masses):
+      box = world.addBox(0.5, 0.5, 0.2, float(mass))
+      box.setPosition(2.0 * k if sliding else 0, 0, 0.1 + (0 if sliding else 0.2 * k))
+      if sliding:
+        box.setVelocity([1.0, 0.5 * k, 0], [0, 0, 0])
+    return world.compile()
+
+  compact_size = island_block.compact_size
+  for sliding in (False, True):
+    model, state = scene(sliding)
+    sizes = []
+    monkeypatch.setattr(island_block, "compact_size",
+                        lambda rows: sizes.append(compact_size(rows)) or compact_size(rows))
+    run = lambda: jax.jit(lambda s: rj.rollout(model, s, 40)[1])(state)   # a new trace
+    compacted = run()
+    assert sizes and sizes[0] is not None          # the compact branch exists ...
+    rows = np.asarray(compacted.contacts.active).sum(axis=-1)
+    assert rows.max() <= sizes[0], rows.max()     # ... and is the one taken
+    monkeypatch.setattr(island_block, "compact_size", lambda rows: None)
+    every_row = run()
+    assert gauss_seidel.BLOCK_SWEEP < np.asarray(every_row.solver_iterations).max()
+    np.testing.assert_array_equal(compacted.solver_iterations, every_row.solver_iterations)
+    for a, b in ((compacted.bodies.position, every_row.bodies.position),
+                 (compacted.bodies.linear_velocity, every_row.bodies.linear_velocity),
+                 (compacted.contacts.impulse, every_row.contacts.impulse)):
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-12)

@@ -93,6 +93,42 @@ def test_batched_pushes_hold_or_slide_per_world_as_each_world_alone():
   np.testing.assert_allclose(velocity[2], one_velocity, rtol=0, atol=1e-12)
 
 
+def test_derivative_through_the_block_move_is_that_of_the_resting_solution():
+  """A box held by static friction under a push (0.99 mu m g) stays at rest whatever the
+  push, so d(its velocities after the step)/d(push) is zero, in reverse mode through the
+  differentiable solve. The step's solve takes the island block move (more than BLOCK_SWEEP
+  sweeps; the box does not move), whose Newton solve is differentiated at its root (one
+  Newton step's derivative); without that tangent the derivative is the free push dt / m
+  left over (0.6e-3 m/s per N here). Oracle: statics, and central differences."""
+  from raisim_jax.dynamics import gauss_seidel
+
+  mu = 0.5
+  model, state = _pushed_box(mu)
+  state = _push_then(model, state, 0.99 * mu * GRAVITY, 20)
+  after = lambda force: rj.step(model, state, _push_control(model, force))
+
+  def velocities(force):
+    bodies = after(force).bodies
+    return jnp.concatenate([bodies.linear_velocity[1], bodies.angular_velocity[1]])
+
+  force = 0.99 * mu * GRAVITY
+  assert int(jax.jit(after)(force).solver_iterations) > gauss_seidel.BLOCK_SWEEP
+  np.testing.assert_allclose(np.asarray(jax.jit(velocities)(force)), 0.0, atol=1e-12)
+  derivative = np.asarray(jax.jit(jax.jacrev(velocities))(force))
+  h = 1e-4
+  difference = (np.asarray(jax.jit(velocities)(force + h))
+                - np.asarray(jax.jit(velocities)(force - h))) / (2 * h)
+  np.testing.assert_allclose(difference, 0.0, atol=1e-9)
+  np.testing.assert_allclose(derivative, 0.0, atol=1e-9)
+
+
+def _push_then(model, state, force, steps):
+  """`state` after `steps` steps under a constant push along x."""
+  control = _push_control(model, force)
+  return jax.jit(lambda s: jax.lax.fori_loop(0, steps, lambda _, s: rj.step(model, s, control),
+                                             s))(state)
+
+
 def test_cone_projection_is_the_nearest_point_and_its_jacobian_is_exact():
   rng = np.random.default_rng(0)
   with jax.enable_x64(True):
