@@ -41,6 +41,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 from raisim_jax import batched_cond
 from raisim_jax.math import rotation
+from raisim_jax.math.matmul_precision import full_precision
 
 MIN_ROWS = 2          # a single contact's exact local solve is already its block solve
 NEWTON_STEPS = 16     # semismooth Newton steps of the cone projection (8 left some at 1e-5)
@@ -349,6 +350,7 @@ def _at_root(nu, operands, num_bodies):
 
 
 @_at_root.defjvp
+@full_precision   # traced when differentiated, after the step's own trace has returned
 def _at_root_jvp(num_bodies, primals, tangents):
   nu, operands = primals
   step, d_step = jax.jvp(lambda o: _newton_step(o, nu, num_bodies)[0], (operands,),
