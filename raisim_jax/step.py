@@ -172,8 +172,7 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
     length n_steps holding the state after each step.
   """
   @functools.partial(jax.checkpoint, prevent_cse=False,   # inside a scan: CSE is harmless
-                     policy=jax.checkpoint_policies.save_only_these_names(
-                         island_block.NEWTON_ROOT))
+                     policy=island_block.KEEP_NEWTON_ROOT)
   def body(carry, control):
     new = step(model, carry, control)
     return new, new

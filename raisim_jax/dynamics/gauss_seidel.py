@@ -391,9 +391,9 @@ def _block_move(layout, problem, carry, when):
     return apply_all(layout, problem, velocity, delta), impulses + delta, change, sweeps
 
   candidates = island_block.has_candidates(problem, n)
-  keep_root = jax.checkpoint_policies.save_only_these_names(island_block.NEWTON_ROOT)
   return batched_cond.run_where(candidates & when(carry),
-                                jax.checkpoint(correct, policy=keep_root), carry)
+                                jax.checkpoint(correct, policy=island_block.KEEP_NEWTON_ROOT),
+                                carry)
 
 
 def _fixed_sweep(layout, problem, carry):

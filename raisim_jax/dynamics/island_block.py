@@ -50,6 +50,8 @@ CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island 
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
 CG_TOLERANCE_ULPS = 16  # relative residual at which CG stops, in ulps
 NEWTON_ROOT = "island_block_newton_root"   # checkpoint name of the Newton solve's result
+# A `jax.checkpoint` policy that keeps that root, so a recompute does not rerun the Newton steps.
+KEEP_NEWTON_ROOT = jax.checkpoint_policies.save_only_these_names(NEWTON_ROOT)
 
 
 def _relative_regularization(dtype):
