@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from tests.jaxpr_walk import equations
 
 
 def _tumbling_world():
@@ -110,18 +111,9 @@ def test_rollout_trajectory_has_one_entry_per_step():
 
 def _newton_scans(jaxpr):
   """Number of scans of island_block.NEWTON_STEPS trips in `jaxpr` and its sub-jaxprs."""
-  from jax.extend import core
   from raisim_jax.dynamics import island_block
-  count = 0
-  for eqn in jaxpr.eqns:
-    count += eqn.primitive.name == "scan" and eqn.params["length"] == island_block.NEWTON_STEPS
-    for value in eqn.params.values():
-      for sub in value if isinstance(value, (tuple, list)) else (value,):
-        if isinstance(sub, core.ClosedJaxpr):
-          count += _newton_scans(sub.jaxpr)
-        elif isinstance(sub, core.Jaxpr):
-          count += _newton_scans(sub)
-  return count
+  return sum(eqn.primitive.name == "scan" and eqn.params["length"] == island_block.NEWTON_STEPS
+             for eqn in equations(jaxpr))
 
 
 def test_a_rollout_gradient_runs_the_block_moves_newton_steps_only_forward():

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import raisim_jax as rj
+from tests.jaxpr_walk import equations
 
 
 @pytest.fixture(autouse=True)
@@ -29,23 +30,8 @@ RSC = os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf")
 def _dot_precisions(jaxpr):
   """Precision parameter of every dot_general in `jaxpr` and its sub-jaxprs (scan, while,
   cond branches, custom derivative rules, checkpointed and jitted calls)."""
-  found = []
-
-  def visit(value):
-    if hasattr(value, "eqns"):
-      for eqn in value.eqns:
-        if eqn.primitive.name == "dot_general":
-          found.append(eqn.params["precision"])
-        for param in eqn.params.values():
-          visit(param)
-    elif hasattr(value, "jaxpr"):          # ClosedJaxpr
-      visit(value.jaxpr)
-    elif isinstance(value, (tuple, list)):
-      for item in value:
-        visit(item)
-
-  visit(jaxpr.jaxpr)
-  return found
+  return [eqn.params["precision"] for eqn in equations(jaxpr)
+          if eqn.primitive.name == "dot_general"]
 
 
 def _robots_and_bodies():
