@@ -60,10 +60,9 @@ ROW_PIN = gauss_seidel.ROW_PIN
 # Rows of one colour solved together in worlds of single bodies (gauss_seidel._schedule). A
 # robot's rows all share its generalized velocity, so worlds with robots visit rows one by
 # one; so does the differentiable mode (reverse mode through the coloured visit's vmapped
-# local solves and index-array scatters made gradient workflows 2-4x slower). 8: one AVX
-# vector of float32 lanes; the 216-sphere pile (float32, batch 1, one session) took 22.9 /
-# 20.9 / 16.8 / 20.4 / 19.7 / 20.8 / 25.0 ms per step at widths 4 / 6 / 8 / 10 / 12 / 16 / 32
-# (float64: 15.2 ms at 4, 13.5 at 8), the resting 9-body scene the same at 4 and 8.
+# local solves and index-array scatters made gradient workflows 2-4x slower). 8 rows fill one
+# AVX vector of float32 lanes; every other width from 4 to 64 was slower on the 216-sphere pile
+# (figures: docs/architecture.md, Performance notes, "Coloured sweeps").
 COLOUR_WIDTH = 8
 
 
