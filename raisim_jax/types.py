@@ -307,12 +307,10 @@ class SolverModel:
     reverse_order: () int32, 1 sweeps the contacts last to first (a leaf).
     iteration_capacity: static length of the differentiable solver's sweep scan (sweeps past
       max_iterations or after convergence are skipped); 150 * 2^k >= max_iterations.
-    differentiable: static; True (default): where the step is differentiated (jax.jvp,
-      jax.grad) it runs a fixed-length scan whose converged sweeps are skipped by cond, so
-      reverse mode works, and elsewhere the forward-only solve
-      (`contact_dynamics._values_forward_only`); False: the forward-only solve everywhere, a
-      while_loop over the active slots that stops once the threshold is met (forward-mode
-      autodiff only).
+    differentiable: static; True (default) runs a fixed-length scan whose converged sweeps
+      are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
+      over the active slots once the threshold is met (much faster under vmap, where cond
+      is a select; forward-mode autodiff only).
   """
   threshold: jax.Array
   erp: jax.Array

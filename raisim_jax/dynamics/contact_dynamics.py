@@ -51,7 +51,6 @@ from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_se
 from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import dense, rotation
-from raisim_jax.math.matmul_precision import full_precision
 from raisim_jax.struct import dataclass
 from raisim_jax.types import Contacts, Model, State, StepVelocity
 
@@ -274,42 +273,6 @@ def _leading(contacts: Contacts, size: int) -> Contacts:
 
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
-  """Solves the world's contact and joint-limit problem: `_solve_forward_only`, or in
-  differentiable mode `_values_forward_only`. Arguments and result as `_solve`."""
-  if model.solver.differentiable:
-    return _values_forward_only(model, state, velocity, contacts, terms, frozen_rows)
-  return _solve_forward_only(model, state, velocity, contacts, terms, frozen_rows)
-
-
-@jax.custom_jvp
-def _values_forward_only(model, state, velocity, contacts, terms, frozen_rows):
-  """The differentiable mode's solve. Its values are the forward-only solve's
-  (`_solve_forward_only`: while loops that stop at convergence, coloured sweeps in worlds of
-  single bodies, the head of the buffer); its derivatives, forward and reverse, are those of
-  the fixed-trip sweeps over the whole buffer (`_solve` in differentiable mode), through the
-  JVP rule. JAX runs this primal only where nothing is differentiated, and the rule (the
-  fixed-trip solve's own JVP, whose value it also returns; linearized and transposed for
-  reverse mode) wherever something is. So a plain step pays for the sweeps that converge, and
-  a differentiated one keeps the derivative of the sweeps actually run in it.
-
-  The two solves stop at the same tolerance from the same warm start, but visit the rows in
-  different orders, so their values agree to that tolerance, not to the bit: `f(x)` and
-  `jax.value_and_grad(f)(x)[0]` can differ by it. Where the fixed-trip sweeps run to their
-  cap and the forward-only ones converge (the 10-sphere pyramid in float64: 150 sweeps per
-  step against 5, with the island block move taken), they differ by more.
-  """
-  forward = model.replace(solver=model.solver.replace(differentiable=False))
-  return _solve_forward_only(forward, state, velocity, contacts, terms, frozen_rows)
-
-
-@_values_forward_only.defjvp
-@full_precision   # traced when differentiated, after the step's own trace has returned
-def _values_forward_only_jvp(primals, tangents):
-  return jax.jvp(_solve, primals, tangents)
-
-
-def _solve_forward_only(model: Model, state: State, velocity: StepVelocity,
-                        contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
   the buffer's first `h` slots, `h` the smallest of `head_sizes` that holds every world's
   contacts (the whole buffer when none does).
@@ -322,12 +285,12 @@ def _solve_forward_only(model: Model, state: State, velocity: StepVelocity,
   batch: `batched_cond.any_world`) fits in a head, solving the head alone is the same solve;
   the tail keeps its empty slots (zero impulse, identity inverse apparent inertia, as the
   whole solve reports them). Each size is one more traced solve (compile time).
-  Derivatives (the differentiable mode's JVP rule) solve the whole buffer: more branches
-  would multiply the compile of its gradients. Arguments and result as `_solve`.
+  Differentiable mode solves the whole buffer: more branches would multiply the compile of
+  its gradients. Arguments and result as `_solve`.
   """
   capacity = contacts.active.shape[0]
   heads = head_sizes(capacity)
-  if not heads:
+  if model.solver.differentiable or not heads:
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
 

@@ -108,11 +108,10 @@ def test_no_active_row_gives_an_empty_sweep():
 
 
 def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
-  """The colour width the step compiles: 8 for single bodies under the forward-only solver,
-  which plain steps of both modes run; 1 (row by row) for the fixed-trip sweeps that the
-  differentiable mode runs where the step is differentiated, and for worlds with an
-  articulated system. The forward-only step traces its solve once per head of the contact
-  buffer and once on the whole buffer (contact_dynamics.solve_contacts)."""
+  """The colour width the step compiles: 8 for single bodies under the forward-only solver;
+  1 (row by row) for the differentiable solver and for worlds with an articulated system.
+  The forward-only step traces its solve once per head of the contact buffer and once on the
+  whole buffer (contact_dynamics.solve_contacts)."""
   seen = []
   original = gauss_seidel.solve
 
@@ -122,7 +121,7 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
 
   monkeypatch.setattr(gauss_seidel, "solve", spy)
 
-  def width(differentiable, robot, differentiated=False):
+  def width(differentiable, robot):
     world = rj.World()
     world.addGround()
     world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(0, 0, 0.1)
@@ -131,18 +130,11 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
     world.setContactSolverDifferentiable(differentiable)
     model, state = world.compile()
     seen.clear()
-    if differentiated:
-      velocity = state.bodies.linear_velocity
-      step = lambda v: rj.step(model, state.replace(bodies=state.bodies.replace(
-          linear_velocity=v))).bodies.position
-      jax.eval_shape(lambda v: jax.jvp(step, (v,), (v,)), velocity)
-    else:
-      jax.eval_shape(rj.step, model, state)
+    jax.eval_shape(rj.step, model, state)
     return list(seen), 1 + len(contact_dynamics.head_sizes(state.contacts.active.shape[0]))
 
   widths, solves = width(False, False)
   assert widths == [contact_dynamics.COLOUR_WIDTH] * solves == [8, 8, 8]
-  assert width(True, False)[0] == [8, 8, 8]
-  assert width(True, False, differentiated=True)[0] == [1]
+  assert width(True, False)[0] == [1]
   widths, solves = width(False, True)
   assert widths == [1] * solves and solves == 3

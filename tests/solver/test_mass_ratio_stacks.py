@@ -9,7 +9,6 @@ the second half of 1 s simulated (the first half settles the stack).
 """
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -108,15 +107,7 @@ def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch)
     sizes = []
     monkeypatch.setattr(island_block, "compact_size",
                         lambda rows: sizes.append(compact_size(rows)) or compact_size(rows))
-    # The fixed-trip solve runs where the step is differentiated (a plain step of the
-    # default solver runs the forward-only one): its values are those of a JVP.
-    def fixed_trip(velocity):
-      start = state.replace(bodies=state.bodies.replace(linear_velocity=velocity))
-      return rj.rollout(model, start, 40)[1]
-
-    velocity = state.bodies.linear_velocity
-    run = lambda: jax.jit(lambda v: jax.jvp(fixed_trip, (v,), (jnp.zeros_like(v),))[0])(
-        velocity)   # a new trace
+    run = lambda: jax.jit(lambda s: rj.rollout(model, s, 40)[1])(state)   # a new trace
     compacted = run()
     assert sizes and sizes[0] is not None          # the compact branch exists ...
     rows = np.asarray(compacted.contacts.active).sum(axis=-1)
