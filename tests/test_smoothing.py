@@ -13,6 +13,7 @@ import raisim_jax as rj
 from raisim_jax.smoothing import smoothed_value_and_grad
 
 SIGMA = 0.05      # m/s; the bounce step switches every ~0.01 m/s of initial velocity
+QUADRATURE_POINTS = 1001   # width of the one jit(vmap(f)) program every plain evaluation uses
 
 
 def _final_height_of_a_bouncing_ball():
@@ -36,7 +37,7 @@ def _final_height_of_a_bouncing_ball():
 def _smoothed_by_quadrature(f_batched, x):
   """The smoothing of f at x by quadrature; `f_batched` is jit(vmap(f)), made once by the
   caller so that every call reuses one traced program."""
-  eps = np.linspace(-5.0, 5.0, 1001)
+  eps = np.linspace(-5.0, 5.0, QUADRATURE_POINTS)
   weights = np.exp(-0.5 * eps**2)
   weights /= weights.sum()
   values = np.asarray(f_batched(jnp.asarray(x + SIGMA * eps)))
@@ -52,14 +53,14 @@ def test_smoothed_gradient_tracks_the_slope_over_mode_changes_where_the_plain_on
     h = 0.5 * SIGMA
     smoothed_slope = (_smoothed_by_quadrature(f_batched, x + h)
                       - _smoothed_by_quadrature(f_batched, x - h)) / (2 * h)
-    # Central differences, coarse and tiny, from one call of the same 1,001-wide program.
-    points = np.zeros(1001)
-    points[:4] = [x + 0.05, x - 0.05, x + 1e-6, x - 1e-6]
-    points = np.asarray(f_batched(jnp.asarray(points)))
-    coarse_slope = float((points[0] - points[1]) / 0.1)
+    # Central differences, coarse and tiny, from one call of the same program (padded).
+    arguments = np.zeros(QUADRATURE_POINTS)
+    arguments[:4] = [x + 0.05, x - 0.05, x + 1e-6, x - 1e-6]
+    values = np.asarray(f_batched(jnp.asarray(arguments)))
+    coarse_slope = float((values[0] - values[1]) / 0.1)
     # The plain gradient is the within-mode slope: right for tiny steps, wrong sign for any
     # step that moves the bounce by a time step.
-    fd_tiny = float((points[2] - points[3]) / 2e-6)
+    fd_tiny = float((values[2] - values[3]) / 2e-6)
     assert plain == pytest.approx(fd_tiny, rel=1e-6)
     assert plain > 0.1 and smoothed_slope < -0.05 and coarse_slope < -0.05
 
