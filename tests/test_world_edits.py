@@ -318,3 +318,28 @@ def test_a_second_run_loads_the_traced_step_and_steps_identically(tmp_path):
   assert first_counts == "1 0 0" and second_counts == "0 1 0"
   assert first_positions == second_positions
   assert list((tmp_path / "raisim_jax_exported_steps").glob("step-*.stablehlo"))
+
+
+def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
+  """The OO World compiles its one-world step with XLA's classic CPU emitters
+  (`exported_steps.compiler_options`, for a shorter compile); its trajectory equals the
+  pure step compiled with XLA's defaults to float64 round-off."""
+  import jax
+
+  from raisim_jax.oo import exported_steps
+  from raisim_jax.step import step
+
+  world = rj.World()
+  world.addGround()
+  for k in range(4):
+    world.addSphere(0.1, 1.0).setPosition(0.3 * k, 0.05 * k, 0.2 + 0.1 * k)
+  model, state = world.compile()
+  default_step = jax.jit(step)
+  for _ in range(150):
+    world.integrate()
+    state = default_step(model, state)
+  if jax.default_backend() == "cpu":
+    assert exported_steps.compiler_options() == {"xla_cpu_use_fusion_emitters": False}
+  positions = np.stack([sphere.getPosition() for sphere in world.getObjList()[1:]])
+  assert np.abs(positions[:, 2] - 0.1).max() < 1e-3      # landed and resting on the ground
+  np.testing.assert_allclose(positions, np.asarray(state.bodies.position)[1:5], atol=1e-10)

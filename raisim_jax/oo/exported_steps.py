@@ -8,6 +8,13 @@ shapes and dtypes of its arguments, the x64 mode, the JAX version and a hash of 
 own source files, so a changed engine never loads a stale step. A later run deserializes it
 (milliseconds) and XLA compilation hits the persistent cache.
 
+On CPU the OO steps compile with XLA's classic loop emitters (`xla_cpu_use_fusion_emitters`
+off, `compiler_options`): the World's one-world step then compiles in about 30% less time
+with the same step time (10-object world: XLA compile 12.6-14.7 s -> 8.9-10.0 s, 1,000 steps
+0.6-0.8 s either way). Batched programs keep XLA's default, where the fusion emitters are
+faster (9-body contact scene at batch 1,024: 23% fewer world-steps/s without them); the
+option is passed per program, never through process-wide flags.
+
 Arguments and results are passed as flat leaf lists; the result has the structure of the last
 argument (the State), which holds for integrate1, integrate2, step and
 step_no_contact_detection. Anything that fails while exporting or loading falls back to the
@@ -48,16 +55,28 @@ def _source_hash() -> str:
   return digest.hexdigest()[:24]
 
 
+def compiler_options() -> dict:
+  """XLA options for the OO layer's one-world step programs on the default backend (see the
+  module docstring)."""
+  return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
+
+
 class ExportedStep:
   """A drop-in for `jax.jit(function)` with a state-shaped result, backed by exports stored
   in the directory set by `use_directory` (none set: plain jit)."""
 
   def __init__(self, name, function):
     self._name = name
-    self._jitted = jax.jit(function)
+    self._jitted_step = None    # built on first use: the backend is known only then
     self._function = function
     self._calls = {}   # (treedef, avals, x64, directory) -> callable
     self._warned = False
+
+  @property
+  def _jitted(self):
+    if self._jitted_step is None:
+      self._jitted_step = jax.jit(self._function, compiler_options=compiler_options())
+    return self._jitted_step
 
   def __call__(self, *args):
     if _directory is None:
@@ -100,7 +119,7 @@ class ExportedStep:
         temporary.write_bytes(exported.serialize())
         os.replace(temporary, path)       # atomic: concurrent runs never read half a file
         stats["exported"] += 1
-      return jax.jit(exported.call)
+      return jax.jit(exported.call, compiler_options=compiler_options())
     except Exception as error:  # noqa: BLE001 - an optimisation must never break a step
       stats["fallback"] += 1
       if not self._warned:
