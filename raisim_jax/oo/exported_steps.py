@@ -9,11 +9,10 @@ own source files, so a changed engine never loads a stale step. A later run dese
 (milliseconds) and XLA compilation hits the persistent cache.
 
 On CPU the OO steps compile with XLA's classic loop emitters (`xla_cpu_use_fusion_emitters`
-off, `compiler_options`): the World's one-world step then compiles in about 30% less time
-with the same step time (10-object world: XLA compile 12.6-14.7 s -> 8.9-10.0 s, 1,000 steps
-0.6-0.8 s either way). Batched programs keep XLA's default, where the fusion emitters are
-faster (9-body contact scene at batch 1,024: 23% fewer world-steps/s without them); the
-option is passed per program, never through process-wide flags.
+off, `compiler_options`): the World's one-world step compiles 20-30% faster at the same step
+time, while batched programs run faster with XLA's default emitters, which they keep
+(docs/architecture.md, "Performance notes"). The option is passed per program, never through
+process-wide flags.
 
 Arguments and results are passed as flat leaf lists; the result has the structure of the last
 argument (the State), which holds for integrate1, integrate2, step and
