@@ -8,11 +8,14 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
 import raisim_jax as rj
+from raisim_jax.oo import exported_steps
 from raisim_jax.oo import world as world_module
+from raisim_jax.step import step as pure_step
 
 
 def _spheres_at(world, xs):
@@ -324,17 +327,12 @@ def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
   """The OO World compiles its one-world step with XLA's classic CPU emitters
   (`exported_steps.compiler_options`, for a shorter compile); its trajectory equals the
   pure step compiled with XLA's defaults to float64 round-off."""
-  import jax
-
-  from raisim_jax.oo import exported_steps
-  from raisim_jax.step import step
-
   world = rj.World()
   world.addGround()
   for k in range(4):
     world.addSphere(0.1, 1.0).setPosition(0.3 * k, 0.05 * k, 0.2 + 0.1 * k)
   model, state = world.compile()
-  default_step = jax.jit(step)
+  default_step = jax.jit(pure_step)
   for _ in range(150):
     world.integrate()
     state = default_step(model, state)
