@@ -311,6 +311,10 @@ class SolverModel:
       are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
       over the active slots once the threshold is met (much faster under vmap, where cond
       is a select; forward-mode autodiff only).
+    compact_block_move: static; True (default): in differentiable mode the island block
+      move runs on the active rows gathered into `island_block.compact_size` slots wherever
+      every world's rows fit (a second traced move, for batched solves); False: on every
+      row (one traced move: the OO World's one-world steps, ~2 s less XLA compile).
   """
   threshold: jax.Array
   erp: jax.Array
@@ -319,6 +323,7 @@ class SolverModel:
   reverse_order: jax.Array
   iteration_capacity: int = static_field(default=150)
   differentiable: bool = static_field(default=True)
+  compact_block_move: bool = static_field(default=True)
 
 
 @dataclass

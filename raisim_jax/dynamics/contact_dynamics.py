@@ -480,6 +480,7 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
                                iteration_capacity=model.solver.iteration_capacity,
                                early_exit=not model.solver.differentiable,
                                block_bodies=n if has_singles else 0,
+                               compact_block=model.solver.compact_block_move,
                                colour_width=(COLOUR_WIDTH if has_singles and not has_systems
                                              and not model.solver.differentiable else 1))
   relative_c = gauss_seidel.rows_velocity(

@@ -62,6 +62,8 @@ class Layout(NamedTuple):
       single bodies with `early_exit` only): after the first sweep the rows are coloured so
       that no two rows of a colour share a movable body, and each later sweep solves the
       colours one after another, up to W rows of a colour at once (`_schedule`).
+    compact_block: fixed-trip solves run the island block move on the compacted active rows
+      where every world's fit (`_block_move`); False: on every row (one traced move).
   """
   rows: int
   has_singles: bool
@@ -72,6 +74,7 @@ class Layout(NamedTuple):
   early_exit: bool
   block_bodies: int = 0
   colour_width: int = 1
+  compact_block: bool = True
 
 
 def row_velocity(layout, problem, velocity, i):
@@ -381,7 +384,8 @@ def _block_move(layout, problem, carry, when):
     velocity, impulses, change, sweeps = carry
     # Forward-only solves already run on the leading contact slots that hold every world's
     # contacts (contact_dynamics.solve_contacts' heads); the differentiable one on them all.
-    size = None if layout.early_exit else island_block.compact_size(layout.rows)
+    size = (None if layout.early_exit or not layout.compact_block
+            else island_block.compact_size(layout.rows))
     if size is None:
       delta = delta_on_every_row(velocity, impulses)
     else:   # one branch for the whole batch: the compact one where every world's rows fit

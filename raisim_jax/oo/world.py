@@ -42,11 +42,20 @@ from raisim_jax.types import BodyType, ObjectType
 # One compiled step per (bucketed) structure, shared by every World of the process; across
 # processes the traced step is stored (exported_steps.py) and its XLA compilation cached
 # (compilation_cache.py).
-_STEP = ExportedStep("step", step)
-_INTEGRATE1 = ExportedStep("integrate1", integrate1)
-_INTEGRATE2 = ExportedStep("integrate2", integrate2)
+def _one_world(function):
+  """`function(model, state)` with the island block move on every row: the World's steps
+  are never vmapped, so the move's compacted copy (for batches) would only add compile."""
+  def one_world(model, state):
+    return function(model.replace(solver=model.solver.replace(compact_block_move=False)),
+                    state)
+  return one_world
+
+
+_STEP = ExportedStep("step", _one_world(step))
+_INTEGRATE1 = ExportedStep("integrate1", _one_world(integrate1))
+_INTEGRATE2 = ExportedStep("integrate2", _one_world(integrate2))
 _STEP_NO_CONTACT_DETECTION = ExportedStep("step_no_contact_detection",
-                                          step_no_contact_detection)
+                                          _one_world(step_no_contact_detection))
 _RAY_TEST = jax.jit(ray_test)
 
 def bucket_capacity(count: int) -> int:
