@@ -44,3 +44,17 @@ def test_the_shell_package_holds_the_world_and_its_views():
   shell = {path.stem for path in (PACKAGE / "oo").glob("*.py")}
   assert {"world", "objects", "articulated_system", "articulated_collision", "contact",
           "ray_collision"} <= shell
+
+
+def test_importing_raisim_jax_pulls_in_no_heavy_optional_package():
+  """`import raisim_jax` (every script, every test process) loads neither flax (its package
+  import pulls flax.linen: half of ours, 0.25 s), nor scipy, mujoco, brax or Pinocchio;
+  struct.dataclass registers the pytrees with jax itself."""
+  import subprocess
+  import sys
+  script = ("import sys, raisim_jax as rj\n"
+            "heavy = ('flax', 'scipy', 'mujoco', 'brax', 'pinocchio', 'optax')\n"
+            "print(sorted(m for m in heavy if m in sys.modules))\n")
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300, check=True)
+  assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
