@@ -6,6 +6,8 @@ module imports anything from raisim_jax.oo."""
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "raisim_jax"
 NOT_CORE = {"__init__.py", "demo.py"}
@@ -50,8 +52,6 @@ def test_importing_raisim_jax_pulls_in_no_heavy_optional_package():
   """`import raisim_jax` (every script, every test process) loads neither flax (its package
   import pulls flax.linen: half of ours, 0.25 s), nor scipy, mujoco, brax or Pinocchio;
   struct.dataclass registers the pytrees with jax itself."""
-  import subprocess
-  import sys
   script = ("import sys, raisim_jax as rj\n"
             "heavy = ('flax', 'scipy', 'mujoco', 'brax', 'pinocchio', 'optax')\n"
             "print(sorted(m for m in heavy if m in sys.modules))\n")
