@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax.oo import exported_steps
+from raisim_jax.oo import stored_steps
 from raisim_jax.oo import world as world_module
 from raisim_jax.step import step as pure_step
 
@@ -287,13 +287,14 @@ def test_settings_without_a_counterpart_are_rejected_not_ignored():
   assert world.getContactSettings().sweptCcdSpeculativeMargin == 2e-4
 
 
-def test_a_second_run_loads_the_traced_step_and_steps_identically(tmp_path):
-  """The first run exports the traced step next to the compilation cache; a second run of
-  the same script loads it (no tracing) and produces the same trajectory bit for bit."""
+def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
+  """The first run stores the compiled step next to the compilation cache; a second run of
+  the same script loads it (no tracing, lowering or compile) and produces the same
+  trajectory bit for bit."""
   script = textwrap.dedent("""
       import numpy as np
       import raisim_jax as rj
-      from raisim_jax.oo import exported_steps
+      from raisim_jax.oo import stored_steps
       world = rj.World()
       world.addGround()
       for k in range(5):
@@ -301,8 +302,8 @@ def test_a_second_run_loads_the_traced_step_and_steps_identically(tmp_path):
         body.setPosition(0.5 * k, 0, 0.3)
       for _ in range(200):
         world.integrate()
-      print(exported_steps.stats["exported"], exported_steps.stats["loaded"],
-            exported_steps.stats["fallback"])
+      print(stored_steps.stats["stored"], stored_steps.stats["loaded"],
+            stored_steps.stats["fallback"])
       print(repr(np.concatenate([o.getPosition() for o in world.getObjList()]).tolist()))
   """)
   env = {k: v for k, v in os.environ.items()
@@ -320,12 +321,40 @@ def test_a_second_run_loads_the_traced_step_and_steps_identically(tmp_path):
   second_counts, second_positions = run()
   assert first_counts == "1 0 0" and second_counts == "0 1 0"
   assert first_positions == second_positions
-  assert list((tmp_path / "raisim_jax_exported_steps").glob("step-*.stablehlo"))
+  assert list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))
+
+
+def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
+    tmp_path, monkeypatch):
+  """A stored step that cannot be read back (a corrupted file, a toolchain that cannot load
+  it) is never fatal: one warning naming the step and the directory, then the plain jitted
+  step. Oracle: a sphere in free fall at the semi-implicit Euler positions, 1 - g dt^2 and
+  1 - 3 g dt^2, across the stored and the fallback step."""
+  world = rj.World()                          # (points the stored steps at its directory)
+  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
+  monkeypatch.setattr(world_module._STEP, "_calls", {})
+  monkeypatch.setattr(world_module._STEP, "_warned", False)
+  sphere = world.addSphere(0.1, 1.0)
+  sphere.setPosition(0, 0, 1)
+  dt, g = world.getTimeStep(), 9.81
+  stored = stored_steps.stats["stored"]
+  world.integrate()
+  assert stored_steps.stats["stored"] == stored + 1
+  np.testing.assert_allclose(sphere.getPosition()[2], 1 - g * dt ** 2, rtol=0, atol=1e-12)
+  for path in tmp_path.glob("step-*.xla"):
+    path.write_bytes(b"not a compiled step")
+  world_module._STEP._calls.clear()          # as a new process would start
+  fallback = stored_steps.stats["fallback"]
+  with pytest.warns(UserWarning, match=f"could not store or load the compiled step in "
+                                       f"{tmp_path}"):
+    world.integrate()
+  assert stored_steps.stats["fallback"] == fallback + 1
+  np.testing.assert_allclose(sphere.getPosition()[2], 1 - 3 * g * dt ** 2, rtol=0, atol=1e-12)
 
 
 def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
   """The OO World compiles its one-world step with XLA's classic CPU emitters
-  (`exported_steps.compiler_options`, for a shorter compile); its trajectory equals the
+  (`stored_steps.compiler_options`, for a shorter compile); its trajectory equals the
   pure step compiled with XLA's defaults to float64 round-off."""
   world = rj.World()
   world.addGround()
@@ -337,7 +366,7 @@ def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
     world.integrate()
     state = default_step(model, state)
   if jax.default_backend() == "cpu":
-    assert exported_steps.compiler_options() == {"xla_cpu_use_fusion_emitters": False}
+    assert stored_steps.compiler_options() == {"xla_cpu_use_fusion_emitters": False}
   positions = np.stack([sphere.getPosition() for sphere in world.getObjList()[1:]])
   assert np.abs(positions[:, 2] - 0.1).max() < 1e-3      # landed and resting on the ground
   np.testing.assert_allclose(positions, np.asarray(state.bodies.position)[1:5], atol=1e-10)

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.oo import compilation_cache, exported_steps, objects, precision, world_file
-from raisim_jax.oo.exported_steps import ExportedStep
+from raisim_jax.oo import compilation_cache, objects, precision, stored_steps, world_file
+from raisim_jax.oo.stored_steps import StoredStep
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
@@ -40,7 +40,7 @@ from raisim_jax.types import BodyType, ObjectType
 
 
 # One compiled step per (bucketed) structure, shared by every World of the process; across
-# processes the traced step is stored (exported_steps.py) and its XLA compilation cached
+# processes the compiled step is stored (stored_steps.py) and its XLA compilation cached
 # (compilation_cache.py).
 def _one_world(function):
   """`function(model, state)` with the island block move on every row: the World's steps
@@ -51,11 +51,11 @@ def _one_world(function):
   return one_world
 
 
-_STEP = ExportedStep("step", _one_world(step))
-_INTEGRATE1 = ExportedStep("integrate1", _one_world(integrate1))
-_INTEGRATE2 = ExportedStep("integrate2", _one_world(integrate2))
-_STEP_NO_CONTACT_DETECTION = ExportedStep("step_no_contact_detection",
-                                          _one_world(step_no_contact_detection))
+_STEP = StoredStep("step", _one_world(step))
+_INTEGRATE1 = StoredStep("integrate1", _one_world(integrate1))
+_INTEGRATE2 = StoredStep("integrate2", _one_world(integrate2))
+_STEP_NO_CONTACT_DETECTION = StoredStep("step_no_contact_detection",
+                                        _one_world(step_no_contact_detection))
 _RAY_TEST = jax.jit(ray_test)
 
 def bucket_capacity(count: int) -> int:
@@ -217,7 +217,7 @@ class World:
     self._capacity_marks = {}     # "bodies" / ShapeType code -> compiled rows (never shrinks)
     self._compiled_capacity = None
     self._compiled_material_names = []
-    exported_steps.use_directory(compilation_cache.enable_default())
+    stored_steps.use_directory(compilation_cache.enable_default())
     self._config_file = ""
     if configFile is not None:
       # In the world's precision like its public methods: the file's rotations go through

@@ -1,0 +1,169 @@
+"""The OO World's step programs, compiled once per structure and kept on disk.
+
+JAX's persistent compilation cache (compilation_cache.py) skips XLA compilation on a second
+run, but every run still traces and lowers the step in Python (about 2 s for a small world on
+2 cores) before it can look the compiled program up. `StoredStep` keeps the compiled
+executable itself (`jax.experimental.serialize_executable`) next to the compilation cache,
+keyed by the step's name, the pytree structure (static fields included), shapes, dtypes and
+device of its arguments, the x64 mode, the JAX and jaxlib versions, the backend and its
+version, `XLA_FLAGS`, the compile options and a hash of raisim_jax's own source files, so a
+changed engine or toolchain never loads a stale program. A later run loads it and steps: no
+tracing, lowering, cache-key hashing or compile (a stored `jax.export` of the traced step,
+used before, still lowered it on every run, and lowering an exported call on CPU imports
+scipy for jaxlib's LAPACK registration: ~0.3 s of a ~3 s second run).
+
+On a miss the step is traced, lowered and compiled as any jit (XLA's compilation cache still
+answers when only Python around the program changed) and the executable is stored.
+
+On CPU the OO steps compile with XLA's classic loop emitters (`xla_cpu_use_fusion_emitters`
+off, `compiler_options`): the World's one-world step compiles 20-30% faster at the same step
+time, while batched programs run faster with XLA's default emitters, which they keep
+(docs/architecture.md, "Performance notes"). The option is passed per program, never through
+process-wide flags.
+
+Arguments and results are passed as flat leaf lists; the result has the structure of the last
+argument (the State), which holds for integrate1, integrate2, step and
+step_no_contact_detection. Anything that fails while storing or loading falls back to the
+plain jitted function (with one warning), so this never changes results, only start-up time.
+Like JAX's own cache, a stored program is trusted: the directory must be the user's.
+"""
+
+import functools
+import hashlib
+import os
+import pathlib
+import pickle
+import warnings
+import zlib
+
+import jax
+import jaxlib
+from jax.experimental import serialize_executable
+
+import raisim_jax
+
+# Counts for tests and benchmarks: how each structure was obtained in this process.
+stats = {"stored": 0, "loaded": 0, "fallback": 0}
+_directory = None   # where stored steps live (use_directory); None: plain jit
+SUBDIRECTORY = "raisim_jax_stored_steps"
+
+
+def use_directory(cache_directory):
+  """Stores compiled steps under `cache_directory`/SUBDIRECTORY (None turns them off)."""
+  global _directory
+  _directory = None if cache_directory is None else pathlib.Path(cache_directory) / SUBDIRECTORY
+
+
+@functools.lru_cache(maxsize=1)
+def _source_hash() -> str:
+  """sha256 of every raisim_jax source file (path and content)."""
+  digest = hashlib.sha256()
+  root = pathlib.Path(raisim_jax.__file__).parent
+  for path in sorted(root.rglob("*.py")):
+    digest.update(str(path.relative_to(root)).encode())
+    digest.update(path.read_bytes())
+  return digest.hexdigest()[:24]
+
+
+def compiler_options() -> dict:
+  """XLA options for the OO layer's one-world step programs on the default backend (see the
+  module docstring)."""
+  return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
+
+
+class StoredStep:
+  """A drop-in for `jax.jit(function)` with a state-shaped result, backed by compiled
+  programs stored in the directory set by `use_directory` (none set: plain jit)."""
+
+  def __init__(self, name, function):
+    self._name = name
+    self._jitted_step = None    # built on first use: the backend is known only then
+    self._function = function
+    self._calls = {}   # (treedef, avals, x64, directory, device) -> callable
+    self._warned = False
+
+  @property
+  def _jitted(self):
+    if self._jitted_step is None:
+      self._jitted_step = jax.jit(self._function, compiler_options=compiler_options())
+    return self._jitted_step
+
+  def __call__(self, *args):
+    if _directory is None:
+      return self._jitted(*args)
+    leaves, treedef = jax.tree.flatten(args)
+    avals = tuple((tuple(leaf.shape), leaf.dtype) for leaf in leaves)
+    device = _device_of(leaves)
+    key = (treedef, avals, bool(jax.config.jax_enable_x64), _directory, device)
+    call = self._calls.get(key)
+    if call is None:
+      call = self._calls[key] = self._obtain(treedef, leaves, key)
+    if call is self._jitted:
+      return call(*args)
+    return jax.tree.unflatten(jax.tree.structure(args[-1]), call(*leaves))
+
+  def clear_cache(self):
+    self._calls.clear()
+    self._jitted.clear_cache()
+
+  def _cache_size(self):
+    """Executables compiled or loaded so far: those of the plain jit and the stored ones."""
+    stored = sum(call is not self._jitted for call in self._calls.values())
+    return self._jitted._cache_size() + stored
+
+  def _obtain(self, treedef, leaves, key):
+    device = key[-1]
+    try:
+      path = _directory / f"{self._name}-{self._key_digest(key)}.xla"
+      if path.exists():
+        payload, num_in, num_out = pickle.loads(zlib.decompress(path.read_bytes()))
+        compiled = serialize_executable.deserialize_and_load(
+            payload, jax.tree.structure((tuple(range(num_in)), {})),
+            jax.tree.structure(list(range(num_out))), execution_devices=[device])
+        stats["loaded"] += 1
+        return compiled
+
+      def flat(*flat_leaves):
+        return jax.tree.leaves(self._function(*jax.tree.unflatten(treedef, flat_leaves)))
+
+      sharding = jax.sharding.SingleDeviceSharding(device)
+      specs = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)
+               for leaf in leaves]
+      compiled = jax.jit(flat, compiler_options=compiler_options()).lower(*specs).compile()
+      payload, in_tree, out_tree = serialize_executable.serialize(compiled)
+      path.parent.mkdir(parents=True, exist_ok=True)
+      temporary = path.with_suffix(f".{os.getpid()}.tmp")
+      temporary.write_bytes(zlib.compress(pickle.dumps(
+          (payload, in_tree.num_leaves, out_tree.num_leaves))))
+      os.replace(temporary, path)       # atomic: concurrent runs never read half a file
+      stats["stored"] += 1
+      return compiled
+    except Exception as error:  # noqa: BLE001 - an optimisation must never break a step
+      stats["fallback"] += 1
+      if not self._warned:
+        self._warned = True
+        warnings.warn(f"raisim_jax could not store or load the compiled {self._name} in "
+                      f"{_directory} ({type(error).__name__}: {error}); using plain "
+                      f"jit (each run compiles the step again, or loads it from JAX's "
+                      f"compilation cache)", stacklevel=4)
+      return self._jitted
+
+  def _key_digest(self, key):
+    treedef, avals, x64, _, device = key
+    digest = hashlib.sha256(_source_hash().encode())
+    digest.update(repr((
+        jax.__version__, jaxlib.__version__, device.client.platform,
+        device.client.platform_version, device.device_kind, device.id,
+        os.environ.get("XLA_FLAGS", ""), sorted(compiler_options().items()),
+        str(treedef), [(shape, str(dtype)) for shape, dtype in avals], x64)).encode())
+    return digest.hexdigest()[:32]
+
+
+def _device_of(leaves):
+  """The device of the first leaf that is on one (the World commits all of them to its
+  device), else JAX's default device."""
+  for leaf in leaves:
+    devices = getattr(leaf, "devices", None)
+    if devices is not None:
+      return next(iter(devices()))
+  return jax.devices()[0]
