@@ -1,6 +1,6 @@
 """OO World start-up and edit costs (issue #11): a script that builds a 10-object world and
 integrates 1,000 times, cold (empty caches) and on a second run (persistent compilation cache
-and stored traced step), and the cost of adding an 11th sphere to the stepped world and
+and stored compiled step), and the cost of adding an 11th sphere to the stepped world and
 stepping again.
 
     .venv/bin/python benchmarks/oo_edits.py [--json out.json]
