@@ -110,9 +110,11 @@ def test_rollout_trajectory_has_one_entry_per_step():
 
 
 def _newton_scans(jaxpr):
-  """Number of scans of island_block.NEWTON_STEPS trips in `jaxpr` and its sub-jaxprs."""
+  """Number of Newton-step while loops of the block move (named island_block.NEWTON_SCOPE)
+  in `jaxpr` and its sub-jaxprs."""
   from raisim_jax.dynamics import island_block
-  return sum(eqn.primitive.name == "scan" and eqn.params["length"] == island_block.NEWTON_STEPS
+  return sum(eqn.primitive.name == "while"
+             and island_block.NEWTON_SCOPE in str(eqn.source_info.name_stack)
              for eqn in equations(jaxpr))
 
 

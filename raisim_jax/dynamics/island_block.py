@@ -44,12 +44,16 @@ from raisim_jax.math import rotation
 from raisim_jax.math.matmul_precision import full_precision
 
 MIN_ROWS = 2          # a single contact's exact local solve is already its block solve
-NEWTON_STEPS = 16     # semismooth Newton steps of the cone projection (8 left some at 1e-5)
+NEWTON_STEPS = 16     # semismooth Newton steps of the cone projection, at most (8 left some
+                      # at 1e-5); they stop where nu stops moving (STALL_ULPS)
+STALL_ULPS = 8        # a Newton step that changes no multiplier by more than this many ulps
+                      # of its island's largest ends the solve
 DIVERGED = 1e12       # |nu| at which a Newton solve stops: its wrench is not reachable
 CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island takes the move
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
 CG_TOLERANCE_ULPS = 16  # relative residual at which CG stops, in ulps
 NEWTON_ROOT = "island_block_newton_root"   # checkpoint name of the Newton solve's result
+NEWTON_SCOPE = "island_block_newton"       # name scope of the Newton steps' while loop
 # A `jax.checkpoint` policy that keeps that root, so a recompute does not rerun the Newton steps.
 KEEP_NEWTON_ROOT = jax.checkpoint_policies.save_only_these_names(NEWTON_ROOT)
 
@@ -403,9 +407,18 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
 
   operands = dict(start=start, mu=mu, wrench=wrench, side_twist=block["side_twist"],
                   side_body=block["side_body"], eligible=eligible)
+  # The Newton steps run on values only (their inputs without derivatives, so that their
+  # while loop is never differentiated); the root they reach is differentiated as a root
+  # (`_at_root`). Islands whose Newton solve did not converge are rejected below, tangent
+  # and all.
+  values = jax.lax.stop_gradient(dict(operands=operands, tolerance=wrench_tolerance))
+  newton_ops = _Operators(values["operands"], num_bodies)
 
-  def newton(nu, _):
-    step, residual = _newton_step(operands, nu, num_bodies)
+  def values_converged(residual):
+    return (island_max(jnp.max(jnp.abs(residual), axis=-1)) <= values["tolerance"])
+
+  def newton(nu):
+    step, residual = _newton_step(values["operands"], nu, num_bodies)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED
@@ -417,16 +430,33 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     # converged island, or rejecting any step that raised its residual, made the result hang
     # on rounding (a world of tests/test_contacts.py's 1,024 left the same world unbatched by
     # 7e-12 and 1e-11 m).
-    leaves = island_converged(residual) & ~island_converged(
-        ops.bodies(project_to_cone(start + ops.rows(step), mu)[0]) - wrench)
-    return jnp.where((diverged | leaves)[:, None], nu, step), None
+    point = project_to_cone(values["operands"]["start"] + newton_ops.rows(step),
+                            values["operands"]["mu"])[0]
+    leaves = values_converged(residual) & ~values_converged(
+        newton_ops.bodies(point) - values["operands"]["wrench"])
+    return jnp.where((diverged | leaves)[:, None], nu, step)
 
-  # The Newton steps run on values only; the root they reach is differentiated as a root
-  # (`_at_root`). Islands whose Newton solve did not converge are rejected below, tangent
-  # and all.
+  def newton_going(carry):
+    _, moved, k = carry
+    return moved & (k < NEWTON_STEPS)
+
+  def newton_iteration(carry):
+    """One Newton step; `moved`: some body's multipliers changed by more than
+    STALL_ULPS ulps of its island's largest (a semismooth Newton solve at its root stops
+    moving, so the steps up to NEWTON_STEPS would leave nu within rounding)."""
+    nu, _, k = carry
+    new = newton(nu)
+    scale = island_max(jnp.max(jnp.abs(new), axis=-1))
+    moved = jnp.any(jnp.abs(new - nu) > STALL_ULPS * jnp.finfo(dtype).eps * scale[:, None])
+    return new, moved, k + 1
+
+  def newton_solve(nu):
+    start_carry = (nu, jnp.asarray(True), jnp.zeros((), jnp.int32))
+    with jax.named_scope(NEWTON_SCOPE):
+      return jax.lax.while_loop(newton_going, newton_iteration, start_carry)[0]
+
   nu = checkpoint_name(jax.lax.stop_gradient(batched_cond.run_where(
-      least_squares, lambda nu: jax.lax.scan(newton, nu, None, length=NEWTON_STEPS)[0],
-      jnp.zeros((segments, 6), dtype))), NEWTON_ROOT)
+      least_squares, newton_solve, jnp.zeros((segments, 6), dtype))), NEWTON_ROOT)
   nu = _at_root(nu, operands, num_bodies)
   new, _ = project_to_cone(start + ops.rows(nu), mu)
   delta = jnp.where(eligible[:, None], new - start, 0.0)
