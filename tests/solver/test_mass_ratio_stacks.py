@@ -124,3 +124,35 @@ def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch)
                  (compacted.bodies.linear_velocity, every_row.bodies.linear_velocity),
                  (compacted.contacts.impulse, every_row.contacts.impulse)):
       np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-12)
+
+
+def test_the_newton_steps_stop_where_the_multipliers_stop_moving(monkeypatch):
+  """The block move's semismooth Newton solve stops once no multiplier moves by more than
+  `island_block.STALL_ULPS` ulps of its island's largest (the resting pyramid's takes 7 of
+  NEWTON_STEPS). Oracle: the same rollout with every one of the NEWTON_STEPS steps taken
+  (the stall test off), on the 10-sphere pyramid settling (float64, the move taken each step)
+  and the 1:2:4:7:10 stack: the same sweep counts and states to rounding."""
+  from raisim_jax.dynamics import island_block
+  from tests.test_resting_stacks import _sphere_pyramid
+
+  def stack():
+    world = rj.World()
+    world.setTimeStep(1e-3)
+    world.addGround()
+    for k, mass in enumerate([1, 2, 4, 7, 10]):
+      world.addBox(0.5, 0.5, 0.2, float(mass)).setPosition(0, 0, 0.1 + 0.2 * k)
+    return world
+
+  for world in (_sphere_pyramid(jax.numpy.float64)[0], stack()):
+    world.setSleepingEnabled(False)
+    model, state = world.compile()
+    run = lambda: jax.jit(lambda s: rj.rollout(model, s, 12)[1])(state)   # a new trace
+    stopping = run()
+    monkeypatch.setattr(island_block, "STALL_ULPS", -1.0)    # every step "moves"
+    every_step = run()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(stopping.solver_iterations, every_step.solver_iterations)
+    for a, b in ((stopping.bodies.position, every_step.bodies.position),
+                 (stopping.bodies.linear_velocity, every_step.bodies.linear_velocity),
+                 (stopping.contacts.impulse, every_step.contacts.impulse)):
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-12)
