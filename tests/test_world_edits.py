@@ -290,11 +290,17 @@ def test_settings_without_a_counterpart_are_rejected_not_ignored():
 def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   """The first run stores the compiled step next to the compilation cache; a second run of
   the same script loads it (no tracing, lowering or compile) and produces the same
-  trajectory bit for bit."""
+  trajectory bit for bit. After a change to raisim_jax's source (simulated: another source
+  hash) the step is stored again, compiled afresh although JAX's compilation cache holds
+  the same program (an executable that cache handed back serialized without all its kernels
+  on XLA:CPU: loaded, it failed its first run), and a run after that loads it."""
   script = textwrap.dedent("""
+      import os
       import numpy as np
       import raisim_jax as rj
       from raisim_jax.oo import stored_steps
+      if os.environ.get("SOURCE_HASH"):
+        stored_steps._source_hash = lambda: os.environ["SOURCE_HASH"]
       world = rj.World()
       world.addGround()
       for k in range(5):
@@ -310,9 +316,9 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
          if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_X64")}
   env["RAISIM_JAX_COMPILATION_CACHE"] = str(tmp_path)
 
-  def run():
+  def run(source_hash=""):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=900)
+                         env=dict(env, SOURCE_HASH=source_hash), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     counts, positions = out.stdout.strip().splitlines()[-2:]
     return counts, positions
@@ -321,7 +327,10 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   second_counts, second_positions = run()
   assert first_counts == "1 0 0" and second_counts == "0 1 0"
   assert first_positions == second_positions
-  assert list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))
+  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 1
+  assert run("changed source") == ("1 0 0", first_positions)
+  assert run("changed source") == ("0 1 0", first_positions)
+  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 2
 
 
 def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
@@ -345,10 +354,43 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
     path.write_bytes(b"not a compiled step")
   world_module._STEP._calls.clear()          # as a new process would start
   fallback = stored_steps.stats["fallback"]
-  with pytest.warns(UserWarning, match=f"could not store or load the compiled step in "
+  with pytest.warns(UserWarning, match=f"could not store, load or run the compiled step in "
                                        f"{tmp_path}"):
     world.integrate()
   assert stored_steps.stats["fallback"] == fallback + 1
+  np.testing.assert_allclose(sphere.getPosition()[2], 1 - 3 * g * dt ** 2, rtol=0, atol=1e-12)
+
+
+def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_path,
+                                                                        monkeypatch):
+  """A stored step that loads but fails when run (an executable XLA serialized
+  incompletely) is checked on its first run in a process: the file is deleted, one warning
+  names the step, and the plain jitted step takes the same step. Oracle: a sphere in free
+  fall at the semi-implicit Euler heights 1 - g dt^2 and 1 - 3 g dt^2."""
+  world = rj.World()
+  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
+  monkeypatch.setattr(world_module._STEP, "_calls", {})
+  monkeypatch.setattr(world_module._STEP, "_unverified", {})
+  monkeypatch.setattr(world_module._STEP, "_warned", False)
+  sphere = world.addSphere(0.1, 1.0)
+  sphere.setPosition(0, 0, 1)
+  dt, g = world.getTimeStep(), 9.81
+  world.integrate()                                        # stores the step
+  np.testing.assert_allclose(sphere.getPosition()[2], 1 - g * dt ** 2, rtol=0, atol=1e-12)
+  (path,) = tmp_path.glob("step-*.xla")
+
+  def fails(*args):
+    raise jax.errors.JaxRuntimeError("NOT_FOUND: Function iota.9_kernel not found")
+
+  monkeypatch.setattr(stored_steps.serialize_executable, "deserialize_and_load",
+                      lambda *args, **kwargs: fails)
+  world_module._STEP._calls.clear()                       # as a new process would start
+  fallback = stored_steps.stats["fallback"]
+  with pytest.warns(UserWarning, match="could not store, load or run the compiled step.*"
+                                       "iota.9_kernel"):
+    world.integrate()
+  assert stored_steps.stats["fallback"] == fallback + 1
+  assert not path.exists()
   np.testing.assert_allclose(sphere.getPosition()[2], 1 - 3 * g * dt ** 2, rtol=0, atol=1e-12)
 
 

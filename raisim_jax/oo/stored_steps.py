@@ -12,8 +12,11 @@ tracing, lowering, cache-key hashing or compile (a stored `jax.export` of the tr
 used before, still lowered it on every run, and lowering an exported call on CPU imports
 scipy for jaxlib's LAPACK registration: ~0.3 s of a ~3 s second run).
 
-On a miss the step is traced, lowered and compiled as any jit (XLA's compilation cache still
-answers when only Python around the program changed) and the executable is stored.
+On a miss the step is traced, lowered and compiled afresh, with JAX's compilation cache
+bypassed, and the executable is stored. An executable that JAX's cache had handed back
+(the same program stored under an older key: after any change to raisim_jax's source that
+leaves the step's HLO alone) serialized incompletely on XLA:CPU (JAX 0.10.2): it loaded, and
+its first run failed with "NOT_FOUND: Function iota.9_kernel not found".
 
 On CPU the OO steps compile with XLA's classic loop emitters (`xla_cpu_use_fusion_emitters`
 off, `compiler_options`): the World's one-world step compiles 20-30% faster at the same step
@@ -25,7 +28,9 @@ Arguments and results are passed as flat leaf lists; the result has the structur
 argument (the State), which holds for integrate1, integrate2, step and
 step_no_contact_detection. Anything that fails while storing or loading falls back to the
 plain jitted function (with one warning), so this never changes results, only start-up time.
-Like JAX's own cache, a stored program is trusted: the directory must be the user's.
+A stored program's first run in a process is checked: a runtime error there deletes the file,
+warns once and steps with the plain jitted function. Like JAX's own cache, a stored program
+is trusted otherwise: the directory must be the user's.
 """
 
 import functools
@@ -38,6 +43,7 @@ import zlib
 
 import jax
 import jaxlib
+from jax._src import config as jax_config
 from jax.experimental import serialize_executable
 
 import raisim_jax
@@ -80,6 +86,7 @@ class StoredStep:
     self._jitted_step = None    # built on first use: the backend is known only then
     self._function = function
     self._calls = {}   # (treedef, avals, x64, directory, device) -> callable
+    self._unverified = {}   # key -> path of a loaded program not yet run in this process
     self._warned = False
 
   @property
@@ -100,10 +107,23 @@ class StoredStep:
       call = self._calls[key] = self._obtain(treedef, leaves, key)
     if call is self._jitted:
       return call(*args)
-    return jax.tree.unflatten(jax.tree.structure(args[-1]), call(*leaves))
+    if key in self._unverified:
+      path = self._unverified.pop(key)
+      try:
+        out = jax.block_until_ready(call(*leaves))   # a run's errors surface at its results
+      except jax.errors.JaxRuntimeError as error:
+        stats["fallback"] += 1
+        self._warn(error, stacklevel=5)
+        path.unlink(missing_ok=True)
+        self._calls[key] = self._jitted
+        return self._jitted(*args)
+    else:
+      out = call(*leaves)
+    return jax.tree.unflatten(jax.tree.structure(args[-1]), out)
 
   def clear_cache(self):
     self._calls.clear()
+    self._unverified.clear()
     self._jitted.clear_cache()
 
   def _cache_size(self):
@@ -121,6 +141,7 @@ class StoredStep:
             payload, jax.tree.structure((tuple(range(num_in)), {})),
             jax.tree.structure(list(range(num_out))), execution_devices=[device])
         stats["loaded"] += 1
+        self._unverified[key] = path
         return compiled
 
       def flat(*flat_leaves):
@@ -129,7 +150,8 @@ class StoredStep:
       sharding = jax.sharding.SingleDeviceSharding(device)
       specs = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)
                for leaf in leaves]
-      compiled = jax.jit(flat, compiler_options=compiler_options()).lower(*specs).compile()
+      with jax_config.enable_compilation_cache(False):    # thread-local (module docstring)
+        compiled = jax.jit(flat, compiler_options=compiler_options()).lower(*specs).compile()
       payload, in_tree, out_tree = serialize_executable.serialize(compiled)
       path.parent.mkdir(parents=True, exist_ok=True)
       temporary = path.with_suffix(f".{os.getpid()}.tmp")
@@ -140,13 +162,18 @@ class StoredStep:
       return compiled
     except Exception as error:  # noqa: BLE001 - an optimisation must never break a step
       stats["fallback"] += 1
-      if not self._warned:
-        self._warned = True
-        warnings.warn(f"raisim_jax could not store or load the compiled {self._name} in "
-                      f"{_directory} ({type(error).__name__}: {error}); using plain "
-                      f"jit (each run compiles the step again, or loads it from JAX's "
-                      f"compilation cache)", stacklevel=4)
+      self._warn(error, stacklevel=6)
       return self._jitted
+
+  def _warn(self, error, stacklevel):
+    """Warns, once per step program, that a stored program failed and plain jit steps
+    (`stacklevel` points at the user's World method call)."""
+    if not self._warned:
+      self._warned = True
+      warnings.warn(f"raisim_jax could not store, load or run the compiled {self._name} in "
+                    f"{_directory} ({type(error).__name__}: {error}); using plain "
+                    f"jit (each run compiles the step again, or loads it from JAX's "
+                    f"compilation cache)", stacklevel=stacklevel)
 
   def _key_digest(self, key):
     treedef, avals, x64, _, device = key
