@@ -301,6 +301,8 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
       from raisim_jax.oo import stored_steps
       if os.environ.get("SOURCE_HASH"):
         stored_steps._source_hash = lambda: os.environ["SOURCE_HASH"]
+      import jax
+      jax.jit(lambda x: x + 1)(1.0)    # JAX has decided to use its compilation cache
       world = rj.World()
       world.addGround()
       for k in range(5):
@@ -343,6 +345,7 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
   monkeypatch.setattr(stored_steps, "_directory", tmp_path)
   monkeypatch.setattr(world_module._STEP, "_calls", {})
   monkeypatch.setattr(world_module._STEP, "_warned", False)
+  monkeypatch.setattr(world_module._STEP, "_chain", None)
   sphere = world.addSphere(0.1, 1.0)
   sphere.setPosition(0, 0, 1)
   dt, g = world.getTimeStep(), 9.81
@@ -353,6 +356,7 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
   for path in tmp_path.glob("step-*.xla"):
     path.write_bytes(b"not a compiled step")
   world_module._STEP._calls.clear()          # as a new process would start
+  world_module._STEP._chain = None
   fallback = stored_steps.stats["fallback"]
   with pytest.warns(UserWarning, match=f"could not store, load or run the compiled step in "
                                        f"{tmp_path}"):
@@ -372,6 +376,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
   monkeypatch.setattr(world_module._STEP, "_calls", {})
   monkeypatch.setattr(world_module._STEP, "_unverified", {})
   monkeypatch.setattr(world_module._STEP, "_warned", False)
+  monkeypatch.setattr(world_module._STEP, "_chain", None)
   sphere = world.addSphere(0.1, 1.0)
   sphere.setPosition(0, 0, 1)
   dt, g = world.getTimeStep(), 9.81
@@ -385,6 +390,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
   monkeypatch.setattr(stored_steps.serialize_executable, "deserialize_and_load",
                       lambda *args, **kwargs: fails)
   world_module._STEP._calls.clear()                       # as a new process would start
+  world_module._STEP._chain = None
   fallback = stored_steps.stats["fallback"]
   with pytest.warns(UserWarning, match="could not store, load or run the compiled step.*"
                                        "iota.9_kernel"):
@@ -392,6 +398,37 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
   assert stored_steps.stats["fallback"] == fallback + 1
   assert not path.exists()
   np.testing.assert_allclose(sphere.getPosition()[2], 1 - 3 * g * dt ** 2, rtol=0, atol=1e-12)
+
+
+def test_a_world_stepping_in_a_loop_reuses_the_last_calls_leaves(tmp_path, monkeypatch):
+  """`integrate()` after `integrate()` passes the previous call's leaves straight back to the
+  stored program (no flatten, shape key or lookup); an edit between steps replaces the State
+  and takes the full path, so the edit is stepped. Oracle: a sphere in free fall from rest
+  at the semi-implicit Euler heights z0 - g dt^2 n (n + 1) / 2, before and after it is moved
+  (and at rest again)."""
+  world = rj.World()
+  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
+  monkeypatch.setattr(world_module._STEP, "_calls", {})
+  monkeypatch.setattr(world_module._STEP, "_chain", None)
+  full_calls = []
+  device_of = stored_steps._device_of
+  monkeypatch.setattr(stored_steps, "_device_of",
+                      lambda leaves: full_calls.append(1) or device_of(leaves))
+  sphere = world.addSphere(0.1, 1.0)
+  sphere.setPosition(0, 0, 1)
+  world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(2, 0, 1)
+  dt, g = world.getTimeStep(), 9.81
+  height = lambda z0, n: z0 - g * dt ** 2 * n * (n + 1) / 2
+  for n in range(1, 6):
+    world.integrate()
+    np.testing.assert_allclose(sphere.getPosition()[2], height(1, n), rtol=0, atol=1e-12)
+  assert len(full_calls) == 1            # the first call only
+  sphere.setPosition(0, 0, 2)
+  sphere.setVelocity([0, 0, 0], [0, 0, 0])
+  for n in range(1, 4):
+    world.integrate()
+    np.testing.assert_allclose(sphere.getPosition()[2], height(2, n), rtol=0, atol=1e-12)
+  assert len(full_calls) == 2            # the edited State once, then chained again
 
 
 def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
