@@ -30,8 +30,9 @@ Arguments and results are passed as flat leaf lists; the result has the structur
 argument (the State), which holds for integrate1, integrate2, step and
 step_no_contact_detection. A call whose leading arguments are the previous call's and whose
 last argument is the State that call returned (a World stepping in a loop) reuses that call's
-leaves and program: no flattening, shape key or lookup (~40 us of a ~0.8 ms step). Anything that fails while storing or loading falls back to the
-plain jitted function (with one warning), so this never changes results, only start-up time.
+leaves and program: no flattening, shape key or lookup (~0.1 ms of a 10-object world's
+0.8 ms `integrate()`). Anything that fails while storing or loading falls back to the plain
+jitted function (with one warning), so this never changes results, only start-up time.
 A stored program's first run in a process is checked: a runtime error there deletes the file,
 warns once and steps with the plain jitted function. Like JAX's own cache, a stored program
 is trusted otherwise: the directory must be the user's.
