@@ -335,6 +335,15 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 2
 
 
+def _fresh_stored_steps(monkeypatch, directory):
+  """The World's stored steps in `directory`, as a new process starts them (nothing loaded,
+  checked, chained or warned yet)."""
+  monkeypatch.setattr(stored_steps, "_directory", directory)
+  for name, value in (("_calls", {}), ("_unverified", {}), ("_warned", False),
+                      ("_chain", None)):
+    monkeypatch.setattr(world_module._STEP, name, value)
+
+
 def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
     tmp_path, monkeypatch):
   """A stored step that cannot be read back (a corrupted file, a toolchain that cannot load
@@ -342,10 +351,7 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
   step. Oracle: a sphere in free fall at the semi-implicit Euler positions, 1 - g dt^2 and
   1 - 3 g dt^2, across the stored and the fallback step."""
   world = rj.World()                          # (points the stored steps at its directory)
-  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
-  monkeypatch.setattr(world_module._STEP, "_calls", {})
-  monkeypatch.setattr(world_module._STEP, "_warned", False)
-  monkeypatch.setattr(world_module._STEP, "_chain", None)
+  _fresh_stored_steps(monkeypatch, tmp_path)
   sphere = world.addSphere(0.1, 1.0)
   sphere.setPosition(0, 0, 1)
   dt, g = world.getTimeStep(), 9.81
@@ -372,11 +378,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
   names the step, and the plain jitted step takes the same step. Oracle: a sphere in free
   fall at the semi-implicit Euler heights 1 - g dt^2 and 1 - 3 g dt^2."""
   world = rj.World()
-  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
-  monkeypatch.setattr(world_module._STEP, "_calls", {})
-  monkeypatch.setattr(world_module._STEP, "_unverified", {})
-  monkeypatch.setattr(world_module._STEP, "_warned", False)
-  monkeypatch.setattr(world_module._STEP, "_chain", None)
+  _fresh_stored_steps(monkeypatch, tmp_path)
   sphere = world.addSphere(0.1, 1.0)
   sphere.setPosition(0, 0, 1)
   dt, g = world.getTimeStep(), 9.81
@@ -407,9 +409,7 @@ def test_a_world_stepping_in_a_loop_reuses_the_last_calls_leaves(tmp_path, monke
   at the semi-implicit Euler heights z0 - g dt^2 n (n + 1) / 2, before and after it is moved
   (and at rest again)."""
   world = rj.World()
-  monkeypatch.setattr(stored_steps, "_directory", tmp_path)
-  monkeypatch.setattr(world_module._STEP, "_calls", {})
-  monkeypatch.setattr(world_module._STEP, "_chain", None)
+  _fresh_stored_steps(monkeypatch, tmp_path)
   full_calls = []
   device_of = stored_steps._device_of
   monkeypatch.setattr(stored_steps, "_device_of",
