@@ -361,8 +361,7 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
   np.testing.assert_allclose(sphere.getPosition()[2], 1 - g * dt ** 2, rtol=0, atol=1e-12)
   for path in tmp_path.glob("step-*.xla"):
     path.write_bytes(b"not a compiled step")
-  world_module._STEP._calls.clear()          # as a new process would start
-  world_module._STEP._chain = None
+  _fresh_stored_steps(monkeypatch, tmp_path)   # as a new process would start
   fallback = stored_steps.stats["fallback"]
   with pytest.warns(UserWarning, match=f"could not store, load or run the compiled step in "
                                        f"{tmp_path}"):
@@ -391,8 +390,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
 
   monkeypatch.setattr(stored_steps.serialize_executable, "deserialize_and_load",
                       lambda *args, **kwargs: fails)
-  world_module._STEP._calls.clear()                       # as a new process would start
-  world_module._STEP._chain = None
+  _fresh_stored_steps(monkeypatch, tmp_path)   # as a new process would start
   fallback = stored_steps.stats["fallback"]
   with pytest.warns(UserWarning, match="could not store, load or run the compiled step.*"
                                        "iota.9_kernel"):

@@ -45,6 +45,7 @@ import pathlib
 import pickle
 import warnings
 import zlib
+from typing import Any, NamedTuple
 
 import jax
 import jaxlib
@@ -79,6 +80,18 @@ def compiler_options() -> dict:
   """XLA options for the OO layer's one-world step programs on the default backend (see the
   module docstring)."""
   return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
+
+
+class _Chain(NamedTuple):
+  """What a stored program's call leaves for the next call to continue from it."""
+  leading: tuple          # the call's arguments but the last (the Model)
+  leading_leaves: list    # their leaves
+  result: Any             # the State it returned
+  out: list               # that State's leaves
+  call: Any               # the program
+  result_treedef: Any
+  x64: bool
+  directory: Any
 
 
 class StoredStep:
@@ -135,23 +148,20 @@ class StoredStep:
     """The State of the flat results `out`, remembered with what the next call needs to
     continue from it."""
     result = jax.tree.unflatten(result_treedef, out)
-    self._chain = (args[:-1], leaves[:len(leaves) - len(out)], result, out, call,
-                   result_treedef, x64, _directory)
+    self._chain = _Chain(args[:-1], list(leaves[:len(leaves) - len(out)]), result, list(out),
+                         call, result_treedef, x64, _directory)
     return result
 
   def _chained_leaves(self, args, x64):
     """(leaves, program, result treedef) of a call that continues the previous one: the
     same leading argument objects, the last argument the very State it returned, the same
     x64 mode and directory (so the same shapes, dtypes and device); else None."""
-    if self._chain is None:
+    chain = self._chain
+    if (chain is None or args[-1] is not chain.result or chain.x64 != x64
+        or chain.directory != _directory or len(args) - 1 != len(chain.leading)
+        or any(a is not b for a, b in zip(args[:-1], chain.leading))):
       return None
-    leading, leading_leaves, result, out, call, result_treedef, chain_x64, directory = (
-        self._chain)
-    if (args[-1] is not result or chain_x64 != x64 or directory != _directory
-        or len(args) - 1 != len(leading)
-        or any(a is not b for a, b in zip(args[:-1], leading))):
-      return None
-    return list(leading_leaves) + list(out), call, result_treedef
+    return chain.leading_leaves + chain.out, chain.call, chain.result_treedef
 
   def clear_cache(self):
     self._calls.clear()
