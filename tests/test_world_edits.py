@@ -293,7 +293,8 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   trajectory bit for bit. After a change to raisim_jax's source (simulated: another source
   hash) the step is stored again, compiled afresh although JAX's compilation cache holds
   the same program (an executable that cache handed back serialized without all its kernels
-  on XLA:CPU: loaded, it failed its first run), and a run after that loads it."""
+  on XLA:CPU: loaded, it failed its first run), and a run after that loads it. JAX's cache
+  gets no entry for a stored program."""
   script = textwrap.dedent("""
       import os
       import numpy as np
@@ -330,6 +331,9 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   assert first_counts == "1 0 0" and second_counts == "0 1 0"
   assert first_positions == second_positions
   assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 1
+  # The stored program's own entry in JAX's cache would never be read (its name is unique
+  # to its stored key): it is not written.
+  assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("jit_step_")]
   assert run("changed source") == ("1 0 0", first_positions)
   assert run("changed source") == ("0 1 0", first_positions)
   assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 2
