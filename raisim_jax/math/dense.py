@@ -18,6 +18,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from raisim_jax.math.matmul_precision import full_precision
 
@@ -26,54 +27,36 @@ from raisim_jax.math.matmul_precision import full_precision
 JACOBI_SWEEPS = 6
 
 
-def cholesky(a):
-  """(..., n, n) lower-triangular L with L L^T = a, for symmetric positive definite a.
+def spd_inverse(a):
+  """(..., n, n) a^-1 of symmetric positive definite a, by Gauss-Jordan elimination in place
+  on the diagonal pivots (symmetrized at both ends: the gradient w.r.t. `a` is symmetric, as
+  through jnp.linalg's Cholesky, and the result is exactly symmetric).
 
-  Right-looking, column by column: column j is the trailing matrix's first column over the
-  square root of its pivot, then the trailing matrix loses that rank-1 part. The input is
-  symmetrized first, as jnp.linalg.cholesky does, so the gradient w.r.t. `a` is symmetric
-  (the same as jnp.linalg's); a non-positive pivot gives NaN (as LAPACK's `potrf` does)."""
+  Step k turns column k into a unit column and updates the rest: with pivot p = x_kk, column
+  c = x[:, k] and row r = x[k, :], x <- x - (c - e_k)(r + e_k)^T / p, one rank-1 update of the
+  whole matrix (x_kk becomes 1/p, row k r / p, column k -c / p, the rest the Schur
+  complement). After n steps x = a^-1. The pivots are those of an LDL^T factorization, all
+  positive exactly when `a` is positive definite; a non-positive one gives NaN (as a Cholesky
+  factorization, LAPACK's `potrf`, fails there).
+
+  Why not Cholesky and two triangular solves, as before: their 2n column steps on shrinking
+  slices, padding and stacking cost 3x as long at batch 1,024 (nv 14: 8.5 -> 2.7 ms; 23:
+  23 -> 8-12 ms), 14% of Gymnasium's ant's batched step. The forward error is the same
+  (humanoid mass matrices, float32: max relative error 1.5e-5 before, 1.7e-5 now); the
+  residual |a x - I| is larger (3.4e-5 -> 4.2e-4, Gauss-Jordan is not backward stable), and
+  what the step uses is x itself (velocities x f)."""
   n = a.shape[-1]
   if n == 0:      # a robot without moving joints
     return a
-  trailing = 0.5 * (a + jnp.swapaxes(a, -1, -2))
-  columns = []
-  for j in range(n):
-    pivot = jnp.sqrt(trailing[..., 0, 0])
-    column = trailing[..., :, 0] / pivot[..., None]                       # (..., n - j)
-    columns.append(jnp.pad(column, [(0, 0)] * (column.ndim - 1) + [(j, 0)]))
-    below = column[..., 1:]
-    trailing = trailing[..., 1:, 1:] - below[..., :, None] * below[..., None, :]
-  return jnp.stack(columns, axis=-1)
-
-
-def solve_lower(factor, rhs):
-  """(..., n, k) x with L x = rhs, L = `factor` (..., n, n) lower triangular, rhs (..., n, k).
-
-  Forward substitution by columns of L: x_j = rest_j / L_jj, then the rows below lose
-  L_ij x_j."""
-  n = factor.shape[-1]
-  if n == 0:
-    return rhs
-  rest = rhs
-  rows = []
-  for j in range(n):
-    x_j = rest[..., 0, :] / factor[..., j, j, None]
-    rows.append(x_j)
-    rest = rest[..., 1:, :] - factor[..., j + 1:, j, None] * x_j[..., None, :]
-  return jnp.stack(rows, axis=-2)
-
-
-def spd_inverse(a):
-  """(..., n, n) a^-1 of symmetric positive definite a: L^-T L^-1 from its Cholesky factor
-  (symmetric by construction)."""
-  n = a.shape[-1]
-  identity = jnp.broadcast_to(jnp.eye(n, dtype=a.dtype), a.shape)
-  if n == 0:
-    return a
-  lower_inverse = solve_lower(cholesky(a), identity)
-  inverse = jnp.swapaxes(lower_inverse, -1, -2) @ lower_inverse
-  return 0.5 * (inverse + jnp.swapaxes(inverse, -1, -2))   # exactly symmetric
+  x = 0.5 * (a + jnp.swapaxes(a, -1, -2))
+  unit = np.eye(n, dtype=bool)
+  for k in range(n):
+    pivot = x[..., k, k]
+    pivot = jnp.where(pivot > 0, pivot, jnp.nan)
+    column = jnp.where(unit[k], x[..., :, k] - 1.0, x[..., :, k])
+    row = jnp.where(unit[k], x[..., k, :] + 1.0, x[..., k, :]) / pivot[..., None]
+    x = x - column[..., :, None] * row[..., None, :]
+  return 0.5 * (x + jnp.swapaxes(x, -1, -2))
 
 
 def _jacobi_rotation(a, v, p, q):
