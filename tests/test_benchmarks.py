@@ -199,3 +199,18 @@ def test_batched_runs_split_over_host_devices_as_on_one_device():
   result = subprocess.run([sys.executable, "-c", script, os.path.join(BENCHMARKS, "..")],
                           env=environment, capture_output=True, text=True, timeout=600)
   assert result.stdout.strip().endswith("ok"), result.stdout + result.stderr
+
+
+def test_step_profile_quick(tmp_path):
+  """The step profiler in its reduced mode (hopper): the shares by file, function and line
+  each add up to the whole, most of the time is attributed to raisim_jax source lines (the
+  stack-frame tables were read), the dynamics among them, and the JSON holds the result."""
+  out = tmp_path / "profile.json"
+  result = _load("step_profile").main(["--quick", "--json", str(out)])
+  assert result["model"] == "hopper" and result["thunk_ms"] > 0
+  for key in ("by_file", "by_function", "by_line"):
+    assert np.isclose(sum(share for _, share in result[key]), 1.0)
+  files = dict(result["by_file"])
+  assert 1.0 - files.get("?", 0.0) > 0.5, files
+  assert any(name.startswith("dynamics/") for name in files), files
+  assert json.loads(out.read_text())["by_file"] == [list(row) for row in result["by_file"]]
