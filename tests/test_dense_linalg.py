@@ -39,13 +39,11 @@ def test_inverse_of_ill_conditioned_mass_matrices_in_float32():
   step's implicit-damping diagonal, inverted in float32: within a small multiple of float32's
   rounding times the condition number of numpy's float64 inverse."""
   import warnings
-  import gymnasium
   from raisim_jax.dynamics import crba, kinematics
-  path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
-                      "humanoid.xml")
+  from tests.test_mjcf import ASSETS
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")   # MJCF features the reader maps approximately
-    world = rj.World(path, dtype=jnp.float32)
+    world = rj.World(os.path.join(ASSETS, "humanoid.xml"), dtype=jnp.float32)
   model, state = world.compile()
   system, start = model.articulated[0], state.articulated[0]
   rng = np.random.default_rng(0)

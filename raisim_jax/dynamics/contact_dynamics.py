@@ -222,12 +222,18 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
   return jac, inverse_jt, block, touches
 
 
+def _limit_stacked_columns(limits, offsets):
+  """(L, 3) static columns of each joint-limit row (joint_limits.limit_columns) in the
+  stacked generalized velocities of all systems (`offsets`: each system's start)."""
+  return joint_limits.limit_columns(limits) + np.asarray(
+      [offsets[s] for s in limits.system], np.int64).reshape(-1, 1)
+
+
 def _limit_jacobians(model: Model, vector, offsets, total_dofs):
   """(L, 3, NV) joint-limit rows (z row = `vector` (L, 3) on the row's columns, see
   joint_limits.limit_columns) and (L, S) touches."""
   limits = model.joint_limits
-  columns = joint_limits.limit_columns(limits) + np.asarray(
-      [offsets[s] for s in limits.system])[:, None]
+  columns = _limit_stacked_columns(limits, offsets)
   rows = np.repeat(np.arange(limits.count), 3)
   jac = jnp.zeros((limits.count, 3, total_dofs), vector.dtype)
   jac = jac.at[rows, 2, columns.reshape(-1)].add(vector.reshape(-1))
@@ -236,7 +242,7 @@ def _limit_jacobians(model: Model, vector, offsets, total_dofs):
   return jac, jnp.asarray(touches)
 
 
-def _limit_row_terms(model: Model, terms, vector, offsets):
+def _limit_row_terms(model: Model, terms, vector, offsets, total_dofs):
   """(L, NV, 3) M_eff^-1 J^T and (L, 3, 3) J M_eff^-1 J^T of the joint-limit rows.
 
   A limit row's Jacobian (`_limit_jacobians`) is zero but for its z row, `vector` (L, 3) on
@@ -249,21 +255,20 @@ def _limit_row_terms(model: Model, terms, vector, offsets):
   limits = model.joint_limits
   system = np.asarray(limits.system)
   local = joint_limits.limit_columns(limits)                           # (L, 3) in its system
-  total_dofs = sum(m.num_gv for m in model.articulated)
-  order = np.argsort(system, kind="stable")        # rows grouped by system, in system order
-  parts = []
+  parts, order = [], []
   for s, (system_model, term) in enumerate(zip(model.articulated, terms)):
-    rows = order[system[order] == s]
+    rows = np.flatnonzero(system == s)
     if rows.size:
       combination = jnp.sum(vector[rows][:, :, None] * term.mass_inverse[local[rows]], axis=1)
       parts.append(jnp.pad(combination, ((0, 0), (offsets[s], total_dofs - offsets[s]
                                                    - system_model.num_gv))))
+      order.append(rows)
   column = jnp.concatenate(parts)                                      # (L, NV), by system
+  order = np.concatenate(order)
   if np.any(order != np.arange(order.size)):
     column = column[np.argsort(order)]                                 # back to row order
-  global_columns = local + np.asarray([offsets[s] for s in system])[:, None]
-  diagonal = jnp.sum(vector * jnp.take_along_axis(column, jnp.asarray(global_columns), axis=1),
-                     axis=1)
+  stacked = jnp.asarray(_limit_stacked_columns(limits, offsets))
+  diagonal = jnp.sum(vector * jnp.take_along_axis(column, stacked, axis=1), axis=1)
   zero = jnp.zeros_like(column)
   inverse_jt = jnp.stack([zero, zero, column], axis=-1)
   z_z = np.zeros((3, 3))
@@ -431,7 +436,8 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
     extra_jac, extra_inverse_jt, extra_block, extra_touches = [], [], [], []
     if num_limits:
       jac_l, touches_l = _limit_jacobians(model, limits["vector"], offsets, total_dofs)
-      inverse_jt_l, block_l = _limit_row_terms(model, terms, limits["vector"], offsets)
+      inverse_jt_l, block_l = _limit_row_terms(model, terms, limits["vector"], offsets,
+                                                total_dofs)
       extra_jac.append(jac_l)
       extra_inverse_jt.append(inverse_jt_l)
       extra_block.append(block_l)
