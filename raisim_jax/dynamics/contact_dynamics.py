@@ -222,18 +222,11 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
   return jac, inverse_jt, block, touches
 
 
-def _limit_stacked_columns(limits, offsets):
-  """(L, 3) static columns of each joint-limit row (joint_limits.limit_columns) in the
-  stacked generalized velocities of all systems (`offsets`: each system's start)."""
-  return joint_limits.limit_columns(limits) + np.asarray(
-      [offsets[s] for s in limits.system], np.int64).reshape(-1, 1)
-
-
 def _limit_jacobians(model: Model, vector, offsets, total_dofs):
   """(L, 3, NV) joint-limit rows (z row = `vector` (L, 3) on the row's columns, see
   joint_limits.limit_columns) and (L, S) touches."""
   limits = model.joint_limits
-  columns = _limit_stacked_columns(limits, offsets)
+  columns = joint_limits.stacked_columns(limits, offsets)
   rows = np.repeat(np.arange(limits.count), 3)
   jac = jnp.zeros((limits.count, 3, total_dofs), vector.dtype)
   jac = jac.at[rows, 2, columns.reshape(-1)].add(vector.reshape(-1))
@@ -267,7 +260,7 @@ def _limit_row_terms(model: Model, terms, vector, offsets, total_dofs):
   order = np.concatenate(order)
   if np.any(order != np.arange(order.size)):
     column = column[np.argsort(order)]                                 # back to row order
-  stacked = jnp.asarray(_limit_stacked_columns(limits, offsets))
+  stacked = jnp.asarray(joint_limits.stacked_columns(limits, offsets))
   diagonal = jnp.sum(vector * jnp.take_along_axis(column, stacked, axis=1), axis=1)
   zero = jnp.zeros_like(column)
   inverse_jt = jnp.stack([zero, zero, column], axis=-1)

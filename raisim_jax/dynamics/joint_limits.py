@@ -61,6 +61,13 @@ def limit_columns(limits: JointLimitModel):
                      for d, cone in zip(limits.dof, limits.cone)], np.int64).reshape(-1, 3)
 
 
+def stacked_columns(limits: JointLimitModel, offsets):
+  """(L, 3) static columns of each row (`limit_columns`) in the stacked generalized
+  velocities of all systems (`offsets`: each system's start in them)."""
+  return limit_columns(limits) + np.asarray(
+      [offsets[s] for s in limits.system], np.int64).reshape(-1, 1)
+
+
 def _cone_row(quaternion, angle):
   """(gap (,), row vector (3,)) of a spherical joint's cone limit at joint quaternion
   (w, x, y, z): gap = angle - theta, row = -a (a the unit rotation axis; zero at theta = 0,
@@ -123,7 +130,7 @@ def limit_rows(model, state, free_velocities, dt):
     cone_gap, cone_vector = jax.vmap(_cone_row)(gc[quaternion_index], upper[rows])
     gap = gap.at[rows].set(cone_gap)
     vector = vector.at[rows].set(cone_vector)
-  columns = limit_columns(limits) + gv_start[system][:, None]
+  columns = stacked_columns(limits, gv_start)
   gv = jnp.concatenate([s.generalized_velocity for s in state.articulated])
   gv_free = jnp.concatenate(free_velocities)
   u = jnp.sum(vector * gv[columns], axis=-1)
