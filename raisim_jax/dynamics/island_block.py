@@ -48,6 +48,7 @@ NEWTON_STEPS = 16     # semismooth Newton steps of the cone projection, at most 
                       # at 1e-5); they stop where nu stops moving (STALL_ULPS)
 STALL_ULPS = 8        # a Newton step that changes no multiplier by more than this many ulps
                       # of its island's largest ends the solve
+STEP_GROWTH = 4.0     # residual growth factor past which a Newton step is halved
 DIVERGED = 1e12       # |nu| at which a Newton solve stops: its wrench is not reachable
 CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island takes the move
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
@@ -432,8 +433,15 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     # 7e-12 and 1e-11 m).
     point = project_to_cone(values["operands"]["start"] + newton_ops.rows(step),
                             values["operands"]["mu"])[0]
-    leaves = values_converged(residual) & ~values_converged(
-        newton_ops.bodies(point) - values["operands"]["wrench"])
+    step_residual = newton_ops.bodies(point) - values["operands"]["wrench"]
+    leaves = values_converged(residual) & ~values_converged(step_residual)
+    # A full step from near the root can jump to another active set and cycle among them
+    # (the 10-sphere pyramid on an AVX2 CPU: 1.4e-8 -> 3.4e-5, no root within NEWTON_STEPS
+    # in its second step, whose sweeps then ran to the cap): a step that multiplies its
+    # island's residual by more than STEP_GROWTH is halved.
+    size = lambda r: island_max(jnp.max(jnp.abs(r), axis=-1))
+    grows = size(step_residual) > STEP_GROWTH * size(residual)
+    step = jnp.where(grows[:, None], 0.5 * (nu + step), step)
     return jnp.where((diverged | leaves)[:, None], nu, step)
 
   def newton_going(carry):
