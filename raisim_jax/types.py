@@ -311,10 +311,15 @@ class SolverModel:
       are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
       over the active slots once the threshold is met (much faster under vmap, where cond
       is a select; forward-mode autodiff only).
-    compact_block_move: static; True (default): in differentiable mode the island block
-      move runs on the active rows gathered into `island_block.compact_size` slots wherever
-      every world's rows fit (a second traced move, for batched solves); False: on every
-      row (one traced move: the OO World's one-world steps, ~2 s less XLA compile).
+    block_move: static; how the solve runs the island block move (dynamics/island_block.py,
+      tried after `gauss_seidel.BLOCK_SWEEP` sweeps where islands of single bodies have
+      not converged): "compact" (default): in differentiable mode on the active rows
+      gathered into `island_block.compact_size` slots wherever every world's rows fit (a
+      second traced move, for batched solves), else on every row; "every_row": on every
+      row (one traced move: ~2 s less XLA compile); "off": never (plain Gauss-Seidel
+      sweeps; ~40% less XLA compile for a world of single bodies, but stacks and piles
+      take many more sweeps). The OO World steps with "off" until a solve needs more than
+      `oo.world.PLAIN_SWEEP_LIMIT` sweeps, then with "every_row".
   """
   threshold: jax.Array
   erp: jax.Array
@@ -323,7 +328,7 @@ class SolverModel:
   reverse_order: jax.Array
   iteration_capacity: int = static_field(default=150)
   differentiable: bool = static_field(default=True)
-  compact_block_move: bool = static_field(default=True)
+  block_move: str = static_field(default="compact")
 
 
 @dataclass

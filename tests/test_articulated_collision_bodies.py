@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax.oo import world as world_module
+from tests import world_steps
 
 G = 9.81
 
@@ -83,7 +83,7 @@ def test_urdf_contact_material_and_setMaterial_set_the_sliding_friction(material
   robot.setGeneralizedCoordinate([0, 0, 0.05, 1, 0, 0, 0])
   assert robot.getCollisionBody("slab/0").getMaterial() == "ice"
   _settle(world, robot, 50)
-  compiled = world_module._STEP._cache_size()
+  compiled = world_steps.compiled()
   robot.getCollisionBody("slab/0").setMaterial(material)
   assert robot.getCollisionBody("slab/0").getMaterial() == material
   start = robot.getGeneralizedCoordinate()[0]
@@ -92,14 +92,14 @@ def test_urdf_contact_material_and_setMaterial_set_the_sliding_friction(material
   distance = robot.getGeneralizedCoordinate()[0] - start
   assert abs(robot.getGeneralizedVelocity()[0]) < 1e-9
   assert distance == pytest.approx(1.0 / (2 * mu * G), rel=0.01)
-  assert world_module._STEP._cache_size() == compiled
+  assert world_steps.compiled() == compiled
 
 
 def test_position_orientation_and_shape_parameters_move_the_rest_height_without_recompiling():
   world, robot = _world()
   robot.setGeneralizedCoordinate([0, 0, 0.12, 1, 0, 0, 0])
   assert _settle(world, robot)[2] == pytest.approx(0.1, abs=1e-3)      # sphere r = 0.1
-  compiled = world_module._STEP._cache_size()
+  compiled = world_steps.compiled()
   robot.setCollisionBodyShapeParameters(0, [0.15, 0, 0, 0])
   assert _settle(world, robot)[2] == pytest.approx(0.15, abs=1e-3)     # pushed up to r
   robot.getCollisionBody("body/0").posOffset = [0.0, 0.0, -0.05]
@@ -114,7 +114,7 @@ def test_position_orientation_and_shape_parameters_move_the_rest_height_without_
   robot.setGeneralizedCoordinate([0, 0, 0.6, 0, 1, 0, 0])
   robot.setGeneralizedVelocity(np.zeros(6))
   assert _settle(world, robot)[2] == pytest.approx(0.3 + 0.2, abs=1e-3)
-  assert world_module._STEP._cache_size() == compiled
+  assert world_steps.compiled() == compiled
   with pytest.raises(ValueError, match="params"):
     robot.setCollisionBodyShapeParameters(0, [-0.1])
   with pytest.raises(ValueError, match="'id'"):
@@ -195,13 +195,13 @@ def test_allowed_number_of_internal_contacts_between_two_bodies():
     world.integrate()
   assert len(_self_contacts(robot)) == 1
   assert abs(robot.getGeneralizedCoordinate()[0]) < 1e-3
-  compiled = world_module._STEP._cache_size()
+  compiled = world_steps.compiled()
   robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(4)
   for _ in range(50):
     world.integrate()
   assert len(_self_contacts(robot)) == 4
   assert abs(robot.getGeneralizedCoordinate()[0]) < 1e-3
-  assert world_module._STEP._cache_size() == compiled
+  assert world_steps.compiled() == compiled
   with pytest.raises(ValueError, match="'count' must be an integer >= 1"):
     robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(0)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from raisim_jax.oo import world as world_module
+from tests import world_steps
 
 G = 9.81
 
@@ -142,7 +142,7 @@ def test_edits_forces_and_wake_calls_wake_the_island():
 
 
 def test_disabled_sleeping_never_sleeps_and_toggling_reuses_the_compiled_step():
-  world_module._STEP.clear_cache()
+  world_steps.clear()
   world, boxes = _stack()
   world.setSleepingEnabled(False)
   assert not world.isSleepingEnabled()
@@ -150,12 +150,13 @@ def test_disabled_sleeping_never_sleeps_and_toggling_reuses_the_compiled_step():
     world.integrate()
   assert not any(world.isObjectSleeping(box) for box in boxes)
   assert world.getContactSolverIterations() >= 1
+  compiled = world_steps.compiled()    # the plain step, and the step with the block move
   world.setSleepingEnabled(True)
   world.setSleepingParameters(0.01, 0.05, 3)
   for _ in range(4):
     world.integrate()
   assert all(world.isObjectSleeping(box) for box in boxes)
-  assert world_module._STEP._cache_size() == 1
+  assert world_steps.compiled() == compiled <= 2
   settings = world.getSleepingParameters()
   assert (settings.enabled, settings.linear_threshold, settings.angular_threshold,
           settings.quiet_steps) == (True, 0.01, 0.05, 3)

@@ -16,6 +16,7 @@ import raisim_jax as rj
 from raisim_jax.oo import stored_steps
 from raisim_jax.oo import world as world_module
 from raisim_jax.step import step as pure_step
+from tests import world_steps
 
 
 def _spheres_at(world, xs):
@@ -120,12 +121,12 @@ def test_add_remove_readd_in_any_order_equals_a_fresh_world(order):
 
 
 def test_edits_inside_a_bucket_and_solver_settings_reuse_the_compiled_step():
-  world_module._STEP.clear_cache()
+  world_steps.clear()
   world = rj.World()
   world.addGround()
   spheres = _spheres_at(world, [0, 1])
   world.integrate()
-  assert world_module._STEP._cache_size() == 1
+  assert world_steps.compiled() == 1
   # Ordinary edits: state, parameters, solver settings, materials, adds and removes that stay
   # inside the buckets (4 bodies, 4 sphere shapes).
   spheres[0].setPosition(0, 0, 2)
@@ -144,7 +145,7 @@ def test_edits_inside_a_bucket_and_solver_settings_reuse_the_compiled_step():
   world.removeObject(third)
   world.addSphere(0.1, 1.0).setPosition(5, 0, 1)
   world.integrate()
-  assert world_module._STEP._cache_size() == 1
+  assert world_steps.compiled() == 1
   assert world.getMaterialPairProperties("rubber", "steel").c_f == 0.8
   model, _ = world.compile()
   names = world._compiled_material_names
@@ -154,19 +155,19 @@ def test_edits_inside_a_bucket_and_solver_settings_reuse_the_compiled_step():
   # Past the bucket: a fifth body recompiles once.
   _spheres_at(world, [6, 7, 8])
   world.integrate()
-  assert world_module._STEP._cache_size() == 2
+  assert world_steps.compiled() == 2
 
 
 def test_articulated_setters_and_set_state_reuse_the_compiled_step():
   """Setters of an articulated system and World.setState write leaves the next integrate()
   takes without compiling again (an uncommitted leaf once changed jit's cache key, and the
   step compiled a second time)."""
-  world_module._STEP.clear_cache()
+  world_steps.clear()
   world = rj.World()
   world.addGround()
   robot = world.addArticulatedSystem("rsc/urdf/pendulum.urdf")
   world.integrate()
-  assert world_module._STEP._cache_size() == 1
+  assert world_steps.compiled() == 1
   dof, coordinates = robot.getDOF(), robot.getGeneralizedCoordinateDim()
   robot.setGeneralizedCoordinate(np.full(coordinates, 0.3))
   robot.setGeneralizedVelocity(np.full(dof, 0.1))
@@ -178,7 +179,7 @@ def test_articulated_setters_and_set_state_reuse_the_compiled_step():
   world.setState(state)
   world.setWorldTime(1.0)
   world.integrate()
-  assert world_module._STEP._cache_size() == 1
+  assert world_steps.compiled() == 1
 
 
 def test_added_sphere_inside_a_bucket_behaves_like_one_compiled_for_it():
@@ -330,13 +331,13 @@ def test_a_second_run_loads_the_compiled_step_and_steps_identically(tmp_path):
   second_counts, second_positions = run()
   assert first_counts == "1 0 0" and second_counts == "0 1 0"
   assert first_positions == second_positions
-  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 1
+  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step_plain-*.xla"))) == 1
   # The stored program's own entry in JAX's cache would never be read (its name is unique
   # to its stored key): it is not written.
   assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("jit_step_")]
   assert run("changed source") == ("1 0 0", first_positions)
   assert run("changed source") == ("0 1 0", first_positions)
-  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step-*.xla"))) == 2
+  assert len(list((tmp_path / stored_steps.SUBDIRECTORY).glob("step_plain-*.xla"))) == 2
 
 
 def _fresh_stored_steps(monkeypatch, directory):
@@ -345,7 +346,8 @@ def _fresh_stored_steps(monkeypatch, directory):
   monkeypatch.setattr(stored_steps, "_directory", directory)
   for name, value in (("_calls", {}), ("_unverified", {}), ("_warned", False),
                       ("_chain", None)):
-    monkeypatch.setattr(world_module._STEP, name, value)
+    for step in world_steps.STEPS:
+      monkeypatch.setattr(step, name, value)
 
 
 def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
@@ -363,11 +365,11 @@ def test_a_stored_step_that_cannot_be_loaded_falls_back_to_jit_with_one_warning(
   world.integrate()
   assert stored_steps.stats["stored"] == stored + 1
   np.testing.assert_allclose(sphere.getPosition()[2], 1 - g * dt ** 2, rtol=0, atol=1e-12)
-  for path in tmp_path.glob("step-*.xla"):
+  for path in tmp_path.glob("step_plain-*.xla"):
     path.write_bytes(b"not a compiled step")
   _fresh_stored_steps(monkeypatch, tmp_path)   # as a new process would start
   fallback = stored_steps.stats["fallback"]
-  with pytest.warns(UserWarning, match=f"could not store, load or run the compiled step in "
+  with pytest.warns(UserWarning, match=f"could not store, load or run the compiled step_plain in "
                                        f"{tmp_path}"):
     world.integrate()
   assert stored_steps.stats["fallback"] == fallback + 1
@@ -387,7 +389,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
   dt, g = world.getTimeStep(), 9.81
   world.integrate()                                        # stores the step
   np.testing.assert_allclose(sphere.getPosition()[2], 1 - g * dt ** 2, rtol=0, atol=1e-12)
-  (path,) = tmp_path.glob("step-*.xla")
+  (path,) = tmp_path.glob("step_plain-*.xla")
 
   def fails(*args):
     raise jax.errors.JaxRuntimeError("NOT_FOUND: Function iota.9_kernel not found")
@@ -396,7 +398,7 @@ def test_a_stored_step_that_fails_its_first_run_is_deleted_and_jit_steps(tmp_pat
                       lambda *args, **kwargs: fails)
   _fresh_stored_steps(monkeypatch, tmp_path)   # as a new process would start
   fallback = stored_steps.stats["fallback"]
-  with pytest.warns(UserWarning, match="could not store, load or run the compiled step.*"
+  with pytest.warns(UserWarning, match="could not store, load or run the compiled step_plain.*"
                                        "iota.9_kernel"):
     world.integrate()
   assert stored_steps.stats["fallback"] == fallback + 1
@@ -451,3 +453,62 @@ def test_the_oo_steps_compile_options_leave_the_trajectory_unchanged():
   positions = np.stack([sphere.getPosition() for sphere in world.getObjList()[1:]])
   assert np.abs(positions[:, 2] - 0.1).max() < 1e-3      # landed and resting on the ground
   np.testing.assert_allclose(positions, np.asarray(state.bodies.position)[1:5], atol=1e-10)
+
+
+def _five_boxes(stacked):
+  """Five 0.2 m boxes on the ground: a stack of masses 1, 2, 4, 7, 10 from the top, or dropped
+  side by side from 0.3 m. One structure, so both share their compiled programs."""
+  world = rj.World()
+  world.addGround()
+  boxes = []
+  for k, mass in enumerate([10, 7, 4, 2, 1]):
+    box = world.addBox(0.2, 0.2, 0.2, float(mass))
+    box.setPosition(0 if stacked else 0.5 * k, 0, 0.1 + 0.2 * k if stacked else 0.3)
+    boxes.append(box)
+  return world, boxes
+
+
+def test_the_world_compiles_the_island_block_move_only_when_a_solve_needs_it():
+  """A World steps with the plain program (no island block move, at most PLAIN_SWEEP_LIMIT
+  sweeps) until a solve runs into that limit; that step is redone with the move, and the
+  World keeps the move. Oracle: the pure core step with the move (the Model's default), run
+  from the same start: boxes dropped side by side (they land around step 40, plain sweeps
+  up to ~18) never switch and follow it to the solver's tolerance; a stack of mass ratio 10
+  switches in its first steps and follows it to round-off; with maxIter <= BLOCK_SWEEP the
+  move cannot run and the stack stays plain, equal to the pure step to round-off."""
+  from raisim_jax.dynamics import gauss_seidel
+  pure = jax.jit(pure_step)
+
+  def run(world, steps):
+    model, state = world.compile()
+    switched_at, sweeps = None, []
+    for n in range(steps):
+      world.integrate()
+      state = pure(model, state)
+      sweeps.append(world.getContactSolverIterations())
+      if world._uses_block_move and switched_at is None:
+        switched_at = n
+    positions = np.stack([o.getPosition() for o in world.getObjList()[1:]])
+    return switched_at, positions, np.asarray(state.bodies.position)[1:6], max(sweeps)
+
+  world_steps.clear()
+  dropped, boxes = _five_boxes(stacked=False)
+  switched_at, positions, expected, sweeps = run(dropped, 80)
+  assert switched_at is None and gauss_seidel.BLOCK_SWEEP < sweeps
+  assert (world_steps.STEPS[0]._cache_size(), world_steps.STEPS[1]._cache_size()) == (1, 0)
+  assert np.abs(positions[:, 2] - 0.1).max() < 1e-3                  # landed on the ground
+  np.testing.assert_allclose(positions, expected, rtol=0, atol=1e-7)
+
+  stack, boxes = _five_boxes(stacked=True)
+  switched_at, positions, expected, sweeps = run(stack, 30)
+  assert switched_at is not None and switched_at < 5
+  assert gauss_seidel.BLOCK_SWEEP < sweeps < world_module.PLAIN_SWEEP_LIMIT
+  assert world_steps.compiled() == 2
+  np.testing.assert_allclose(positions, expected, rtol=0, atol=1e-10)
+  assert np.abs(positions[:, 2] - (0.1 + 0.2 * np.arange(5))).max() < 1e-3
+
+  capped, boxes = _five_boxes(stacked=True)
+  capped.setContactSolverParam(1, 1, 1, gauss_seidel.BLOCK_SWEEP, 1e-8)
+  switched_at, positions, expected, sweeps = run(capped, 30)
+  assert switched_at is None and sweeps == gauss_seidel.BLOCK_SWEEP
+  np.testing.assert_allclose(positions, expected, rtol=0, atol=1e-10)

@@ -344,6 +344,9 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
       + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
 
 
+BLOCK_MOVES = ("compact", "every_row", "off")   # SolverModel.block_move
+
+
 def _solve(model: Model, state: State, velocity: StepVelocity,
            contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem over every slot of `contacts`.
@@ -361,6 +364,9 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   Returns:
     ContactSolution.
   """
+  block_move = model.solver.block_move
+  if block_move not in BLOCK_MOVES:
+    raise ValueError(f"SolverModel.block_move = {block_move!r}: expected one of {BLOCK_MOVES}")
   found = contacts
   if frozen_rows is not None:
     contacts = contacts.replace(active=contacts.active & ~frozen_rows)
@@ -517,8 +523,8 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
                                num_limits=num_limits, num_pins=num_pins,
                                iteration_capacity=model.solver.iteration_capacity,
                                early_exit=not model.solver.differentiable,
-                               block_bodies=n if has_singles else 0,
-                               compact_block=model.solver.compact_block_move,
+                               block_bodies=n if has_singles and block_move != "off" else 0,
+                               compact_block=block_move == "compact",
                                colour_width=(COLOUR_WIDTH if has_singles and not has_systems
                                              and not model.solver.differentiable else 1))
   relative_c = gauss_seidel.rows_velocity(

@@ -33,7 +33,7 @@ from raisim_jax.description import (ALL_GROUPS, STATIC_GROUP, ArticulatedEntry,
                                     SleepSettings, WorldDescription)
 from raisim_jax.io import mjcf, template, urdf, urdf_modules, world_xml
 from raisim_jax.oo.ray_collision import RayCollisionItem, RayCollisionList
-from raisim_jax.dynamics import mass_properties
+from raisim_jax.dynamics import gauss_seidel, mass_properties
 from raisim_jax.collision import collision_bodies
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
@@ -42,20 +42,32 @@ from raisim_jax.types import BodyType, ObjectType
 # One compiled step per (bucketed) structure, shared by every World of the process; across
 # processes the compiled step is stored (stored_steps.py) and its XLA compilation cached
 # (compilation_cache.py).
-def _one_world(function):
-  """`function(model, state)` with the island block move on every row: the World's steps
-  are never vmapped, so the move's compacted copy (for batches) would only add compile."""
+def _one_world(function, block_move):
+  """`function(model, state)` with `SolverModel.block_move` set: the World's steps are never
+  vmapped, so a move runs on every row ("every_row": the compacted copy for batches would
+  only add compile) or not at all ("off")."""
   def one_world(model, state):
-    return function(model.replace(solver=model.solver.replace(compact_block_move=False)),
-                    state)
+    return function(model.replace(solver=model.solver.replace(block_move=block_move)), state)
   return one_world
 
 
-_STEP = StoredStep("step", _one_world(step))
-_INTEGRATE1 = StoredStep("integrate1", _one_world(integrate1))
-_INTEGRATE2 = StoredStep("integrate2", _one_world(integrate2))
+# The island block move (dynamics/island_block.py) lets stacks and piles of single bodies
+# converge in a few sweeps, and is ~40% of a world of single bodies' step compile. A World
+# first steps with plain programs (no move, at most PLAIN_SWEEP_LIMIT sweeps); the first solve
+# that runs into that limit (or into maxIter, when that is smaller and the move could have
+# run) is redone by the program with the move, which the World then keeps. A 10-object world
+# of boxes and spheres dropped on the ground needs at most 18 plain sweeps (5 with the move)
+# and never compiles the move; a stack switches in its first steps.
+PLAIN_SWEEP_LIMIT = 32
+
+_STEP = StoredStep("step", _one_world(step, "every_row"))
+_STEP_PLAIN = StoredStep("step_plain", _one_world(step, "off"))
+_INTEGRATE1 = StoredStep("integrate1", integrate1)
+_INTEGRATE2 = StoredStep("integrate2", _one_world(integrate2, "every_row"))
+_INTEGRATE2_PLAIN = StoredStep("integrate2_plain", _one_world(integrate2, "off"))
+# Without contact detection there are no contacts, so no move: "off" solves the same.
 _STEP_NO_CONTACT_DETECTION = StoredStep("step_no_contact_detection",
-                                        _one_world(step_no_contact_detection))
+                                        _one_world(step_no_contact_detection, "off"))
 _RAY_TEST = jax.jit(ray_test)
 
 def bucket_capacity(count: int) -> int:
@@ -210,6 +222,9 @@ class World:
     self._compound_children = {}
     self._device = jax.local_devices()[0]   # this process's (devices()[0]: maybe not)
     self._committed_model = None
+    self._plain_model = None
+    self._plain_sweep_limit = None
+    self._uses_block_move = False   # see PLAIN_SWEEP_LIMIT
     self._state = None
     self._dirty = True
     self._configuration_number = 0
@@ -373,6 +388,7 @@ class World:
   @_model.setter
   def _model(self, model):
     self._committed_model = jax.device_put(model, self._device)
+    self._plain_model = None   # _solving_step's copy with its sweep limit, made when needed
 
   def _current_state(self):
     self._ensure_compiled()
@@ -767,7 +783,7 @@ class World:
   def integrate(self):
     """integrate1() then integrate2(): one time step."""
     self._ensure_compiled()
-    self._accept_step(_STEP(self._model, self._state), "integrate")
+    self._accept_step(self._solving_step(_STEP_PLAIN, _STEP), "integrate")
 
   def integrate1(self):
     """Collision detection for the current configuration."""
@@ -777,7 +793,31 @@ class World:
   def integrate2(self):
     """Contact solve and integration; advances the world time."""
     self._ensure_compiled()
-    self._accept_step(_INTEGRATE2(self._model, self._state), "integrate2")
+    self._accept_step(self._solving_step(_INTEGRATE2_PLAIN, _INTEGRATE2), "integrate2")
+
+  def _solving_step(self, plain, with_block_move):
+    """The state after one step of `plain` (no island block move) where its solve stopped
+    before PLAIN_SWEEP_LIMIT sweeps, else of `with_block_move`, which this World then keeps
+    using (see PLAIN_SWEEP_LIMIT)."""
+    if not self._uses_block_move:
+      if self._plain_model is None:
+        solver = self._model.solver
+        limit = int(solver.max_iterations)
+        # The move needs a dynamic single body and more than BLOCK_SWEEP sweeps: elsewhere
+        # (a robot on the ground, maxIter <= BLOCK_SWEEP) the plain solve is the solve.
+        if (np.any(np.asarray(self._model.bodies.body_type) == BodyType.DYNAMIC)
+            and limit > gauss_seidel.BLOCK_SWEEP):
+          limit = self._plain_sweep_limit = min(limit, PLAIN_SWEEP_LIMIT)
+        else:
+          self._plain_sweep_limit = None
+        self._plain_model = jax.device_put(self._model.replace(solver=solver.replace(
+            max_iterations=jnp.asarray(limit, solver.max_iterations.dtype))), self._device)
+      new_state = plain(self._plain_model, self._state)
+      if (self._plain_sweep_limit is None
+          or int(new_state.solver_iterations) < self._plain_sweep_limit):
+        return new_state
+      self._uses_block_move = True
+    return with_block_move(self._model, self._state)
 
   def integrateNoContactDetection(self):
     """One step that skips collision detection (no contacts are solved)."""

@@ -84,7 +84,7 @@ def test_a_converged_island_keeps_its_block_solution_in_later_newton_steps():
 def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch):
   """The differentiable solver runs the block move on the active rows gathered into
   `island_block.compact_size` slots when every world's fit (an inactive row adds nothing to
-  the move's sums); `SolverModel.compact_block_move=False` (the OO World's one-world steps)
+  the move's sums); `SolverModel.block_move="every_row"` (the OO World's one-world steps once they need it)
   runs it on every row, one traced move. Oracle: the two solves on the 1:2:4:7:10 stack
   while it settles (the move taken in its first steps) and two boxes sliding (the move tried
   and rejected): the same sweeps and states to rounding (float64)."""
@@ -108,7 +108,7 @@ def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch)
                       lambda rows: sizes.append(compact_size(rows)) or compact_size(rows))
   for sliding in (False, True):
     model, state = scene(sliding)
-    assert model.solver.compact_block_move                      # the default
+    assert model.solver.block_move == "compact"                 # the default
     run = lambda m: jax.jit(lambda s: rj.rollout(m, s, 40)[1])(state)   # a new trace
     sizes.clear()
     compacted = run(model)
@@ -116,7 +116,7 @@ def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch)
     rows = np.asarray(compacted.contacts.active).sum(axis=-1)
     assert rows.max() <= sizes[0], rows.max()     # ... and is the one taken
     sizes.clear()
-    every_row = run(model.replace(solver=model.solver.replace(compact_block_move=False)))
+    every_row = run(model.replace(solver=model.solver.replace(block_move="every_row")))
     assert not sizes                               # no compact branch traced
     assert gauss_seidel.BLOCK_SWEEP < np.asarray(every_row.solver_iterations).max()
     np.testing.assert_array_equal(compacted.solver_iterations, every_row.solver_iterations)
