@@ -100,13 +100,15 @@ PPO = textwrap.dedent("""
 def test_brax_ppo_trains_on_the_hopper_unchanged_and_the_reward_rises():
   """brax.training's PPO, unchanged, trains on HopperEnv: 102,400 env steps (64 worlds,
   episodes of 200 steps, ~4 min on one core) and the mean evaluation return rises from the
-  random policy's (~23) to more than 4x that (measured 239 at 102k steps, 499 at 205k)."""
+  random policy's (~23) to more than 4x that (measured 239 at 102k steps, 499 at 205k; on an
+  AVX2 CPU, whose rounding sends training elsewhere, 22.5 -> 135.2 -> 126.5: the middle
+  evaluation is not always below the last)."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   result = subprocess.run([sys.executable, "-c", PPO], capture_output=True, text=True,
                           timeout=1200, cwd=root, env={**os.environ, "PYTHONPATH": root})
   assert "ppo ok" in result.stdout, result.stdout + result.stderr[-3000:]
   rewards = ast.literal_eval(result.stdout.split("ppo ok", 1)[1].strip().splitlines()[0])
-  assert rewards[-1] > 4 * rewards[0] and rewards[-1] > rewards[1] > rewards[0], rewards
+  assert rewards[-1] > 4 * rewards[0] and rewards[1] > rewards[0], rewards
 
 
 REPLICATED = textwrap.dedent("""
