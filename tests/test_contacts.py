@@ -249,8 +249,10 @@ def test_vmap_over_1024_contact_worlds_equals_sequential():
     one = run(jax.tree.map(lambda x: x[i], batch))
     np.testing.assert_allclose(batched.bodies.position[i], one.bodies.position, rtol=1e-12,
                                atol=5e-11)
+    # Impulses to the solver's threshold (1e-8, the largest change of the last sweep): where
+    # rounding decides that one more sweep runs, they differ by up to that (3.3e-9 on AVX2).
     np.testing.assert_allclose(batched.contacts.impulse[i], one.contacts.impulse, rtol=1e-10,
-                               atol=1e-12)
+                               atol=1e-8)
 
 
 def test_grad_through_200_steps_of_a_bouncing_ball_matches_finite_differences():
