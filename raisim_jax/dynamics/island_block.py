@@ -395,16 +395,18 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   def island_max(per_body):
     return jax.ops.segment_max(per_body, label, num_segments=segments)[label]
 
+  def island_size(x):
+    """(n + 1,) per body: the largest |entry| of x (n + 1, 6) over the body's island."""
+    return island_max(jnp.max(jnp.abs(x), axis=-1))
+
   # Newton has reached the block's solution where every body's wrench is within sqrt(eps) of
   # the island's largest (a light box under a heavy one carries a small net wrench and large
   # impulses).
-  wrench_tolerance = jnp.sqrt(jnp.finfo(dtype).eps) * island_max(
-      jnp.max(jnp.abs(wrench), axis=-1))
+  wrench_tolerance = jnp.sqrt(jnp.finfo(dtype).eps) * island_size(wrench)
 
   def island_converged(residual):
     """(n + 1,) per body: its island's wrench residual (n + 1, 6) is within tolerance."""
-    return jax.lax.stop_gradient(
-        island_max(jnp.max(jnp.abs(residual), axis=-1)) <= wrench_tolerance)
+    return jax.lax.stop_gradient(island_size(residual) <= wrench_tolerance)
 
   operands = dict(start=start, mu=mu, wrench=wrench, side_twist=block["side_twist"],
                   side_body=block["side_body"], eligible=eligible)
@@ -415,14 +417,11 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   values = jax.lax.stop_gradient(dict(operands=operands, tolerance=wrench_tolerance))
   newton_ops = _Operators(values["operands"], num_bodies)
 
-  def values_converged(residual):
-    return (island_max(jnp.max(jnp.abs(residual), axis=-1)) <= values["tolerance"])
-
   def newton(nu):
     step, residual = _newton_step(values["operands"], nu, num_bodies)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
-    diverged = island_max(jnp.max(jnp.abs(step), axis=-1)) >= DIVERGED
+    diverged = island_size(step) >= DIVERGED
     # A converged island does not take a step that leaves the converged ball: the Newton
     # matrix of rows at a cone's edge or apex is nearly singular, and a step from a
     # rounding-level residual jumped to another active set (a 10-sphere pyramid: 2.5e-15 ->
@@ -433,14 +432,14 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     # 7e-12 and 1e-11 m).
     point = project_to_cone(values["operands"]["start"] + newton_ops.rows(step),
                             values["operands"]["mu"])[0]
-    step_residual = newton_ops.bodies(point) - values["operands"]["wrench"]
-    leaves = values_converged(residual) & ~values_converged(step_residual)
+    residual_size = island_size(residual)
+    step_size = island_size(newton_ops.bodies(point) - values["operands"]["wrench"])
+    leaves = (residual_size <= values["tolerance"]) & ~(step_size <= values["tolerance"])
     # A full step from near the root can jump to another active set and cycle among them
     # (the 10-sphere pyramid on an AVX2 CPU: 1.4e-8 -> 3.4e-5, no root within NEWTON_STEPS
     # in its second step, whose sweeps then ran to the cap): a step that multiplies its
     # island's residual by more than STEP_GROWTH is halved.
-    size = lambda r: island_max(jnp.max(jnp.abs(r), axis=-1))
-    grows = size(step_residual) > STEP_GROWTH * size(residual)
+    grows = step_size > STEP_GROWTH * residual_size
     step = jnp.where(grows[:, None], 0.5 * (nu + step), step)
     return jnp.where((diverged | leaves)[:, None], nu, step)
 
@@ -454,7 +453,7 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     moving, so the steps up to NEWTON_STEPS would leave nu within rounding)."""
     nu, _, k = carry
     new = newton(nu)
-    scale = island_max(jnp.max(jnp.abs(new), axis=-1))
+    scale = island_size(new)
     moved = jnp.any(jnp.abs(new - nu) > STALL_ULPS * jnp.finfo(dtype).eps * scale[:, None])
     return new, moved, k + 1
 

@@ -84,8 +84,8 @@ def test_a_converged_island_keeps_its_block_solution_in_later_newton_steps():
 def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch):
   """The differentiable solver runs the block move on the active rows gathered into
   `island_block.compact_size` slots when every world's fit (an inactive row adds nothing to
-  the move's sums); `SolverModel.block_move="every_row"` (the OO World's one-world steps once they need it)
-  runs it on every row, one traced move. Oracle: the two solves on the 1:2:4:7:10 stack
+  the move's sums); `SolverModel.block_move="every_row"` (the OO World's one-world steps,
+  once they need the move) runs it on every row, one traced move. Oracle: the two solves on the 1:2:4:7:10 stack
   while it settles (the move taken in its first steps) and two boxes sliding (the move tried
   and rejected): the same sweeps and states to rounding (float64)."""
   from raisim_jax.dynamics import gauss_seidel, island_block
