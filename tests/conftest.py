@@ -26,6 +26,36 @@ jax.config.update("jax_enable_x64", True)
 compilation_cache.enable_default()
 
 
+# Files whose time goes into running their programs (long simulations, 1,024-world batches,
+# optimization loops, Python oracles), not compiling them. Every other file compiles with
+# `jax_disable_most_optimizations` (LLVM at -O0, no expensive passes: the same HLO program,
+# IEEE arithmetic either way, as XLA's CPU backend emits no fast-math): backend compilation is
+# most of a cold suite (2-core AVX2 CPU: 3,550 of 7,050 test-seconds of its first 300 tests),
+# and the float32 hopper test compiled in 89 s instead of 121 s. Programs run 2-5x slower
+# unoptimized, which is why the files below keep XLA's defaults (the flag is not part of
+# jit's in-memory cache key: it is set per file, and the caches are cleared between files).
+_RUN_BOUND_FILES = frozenset((
+    "tests/test_resting_sphere_pyramid.py",
+    "tests/test_resting_stacks.py",
+    "tests/test_envs.py",
+    "tests/collision/test_narrowphase.py",
+    "tests/test_smoothing.py",
+    "tests/test_contacts.py",
+    "tests/test_readme_and_demo.py",
+    "tests/test_trajectory_optimization.py",
+    "tests/test_benchmarks.py",
+))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compile_options_of_the_file(request):
+  """XLA's full optimization for `_RUN_BOUND_FILES`, most optimizations off elsewhere."""
+  path = os.path.relpath(str(request.path), os.path.dirname(os.path.dirname(__file__)))
+  jax.config.update("jax_disable_most_optimizations", path not in _RUN_BOUND_FILES)
+  yield
+  jax.config.update("jax_disable_most_optimizations", False)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_functions():
   """Drop JAX's compiled functions after each test module: a whole-suite session otherwise
