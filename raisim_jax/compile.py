@@ -12,7 +12,7 @@ from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.host_arrays import device_array, device_ones, device_zeros
 from raisim_jax.description import CollisionShape, SingleBodyDescription, WorldDescription
-from raisim_jax.dynamics import joint_limits, pins
+from raisim_jax.dynamics import island_block, joint_limits, pins
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, CollisionModel, Model,
                               ObjectType, PairGroup, ShapeModel, SingleBodyModel,
@@ -88,15 +88,35 @@ def iteration_capacity(max_iterations):
   return capacity
 
 
-def block_move_for(description: WorldDescription, default="compact"):
-  """`SolverModel.block_move` for `description`: `default` where some single body is DYNAMIC,
-  else "off". The island block move solves islands of dynamic single bodies only
-  (`island_block.has_candidates`), so a world of robots on static ground never takes it, and
-  leaving it out of the trace changes no result: it only saves the move's XLA compile (the
-  quadruped's 10-step rollout, float64: 60 -> 45 s on a 2-core AVX2 CPU). `body_type` is a
-  leaf, so a Model whose bodies are later made DYNAMIC in the pure core keeps "off" and solves
-  with sweeps alone (same solutions, more sweeps); set it back with `with_solver_settings`."""
-  if any(body.body_type == BodyType.DYNAMIC for body in description.bodies):
+def block_move_for(model: Model, default="compact"):
+  """`SolverModel.block_move` for `model` as it is now: `default` where some DYNAMIC single
+  body can have `island_block.MIN_ROWS` contact rows with single bodies, else "off".
+
+  The island block move solves only such bodies' islands (`island_block.has_candidates`), so
+  elsewhere it never runs and leaving it out of the trace changes no result; it saves its XLA
+  compile (a quadruped's 10-step rollout, float64: 60 -> 45 s on a 2-core AVX2 CPU). Counted
+  on the host from the candidate pairs whose collision groups and masks accept each other
+  (each pair's contact slots, `PairGroup.points`, capped by its `point_limit`): a robot on
+  the ground has no dynamic single body; a lone ball on the ground one row; a box on the
+  ground four. Body types, groups and masks are leaves, so a Model edited afterwards in the
+  pure core (a body made DYNAMIC) keeps "off" and solves with sweeps alone (the same
+  solutions, more sweeps); set it back with `with_solver_settings(model, block_move=...)`."""
+  body_type = np.asarray(model.bodies.body_type)
+  n = body_type.shape[0]
+  shapes = model.collision.shapes
+  body = np.asarray(shapes.body)
+  group, mask = np.asarray(shapes.collision_group), np.asarray(shapes.collision_mask)
+  rows = np.zeros(n, np.int64)
+  for pair_group in model.collision.groups:
+    a, b = np.asarray(pair_group.shape_a), np.asarray(pair_group.shape_b)
+    body_a, body_b = body[a], body[b]
+    counted = (np.asarray(pair_group.enabled) & (body_a < n) & (body_b < n)
+               & np.any((group[b] & mask[a]) != 0, axis=-1)
+               & np.any((group[a] & mask[b]) != 0, axis=-1))
+    points = np.minimum(pair_group.points, np.asarray(pair_group.point_limit))[counted]
+    for side in (body_a[counted], body_b[counted]):
+      np.add.at(rows, side, points)
+  if np.any((body_type == BodyType.DYNAMIC) & (rows >= island_block.MIN_ROWS)):
     return default
   return "off"
 

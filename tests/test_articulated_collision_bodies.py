@@ -225,11 +225,13 @@ def test_setObjectMaterial_on_a_system_and_mesh_collision_bodies_refuse_edits():
     meshy.setCollisionBodyPositionOffset(0, [0, 0, 0.1])
 
 
-def test_compile_leaves_the_island_block_move_out_where_no_single_body_is_dynamic():
+def test_compile_leaves_the_island_block_move_out_where_it_cannot_run():
   """`World.compile()`'s Model traces the island block move only where a dynamic single body
-  could take it (`block_move_for`): a robot on the ground gets "off" (~25% less XLA compile)
-  and rolls out bit for bit as with the move traced (the move never runs there); a dynamic
-  sphere brings it back, and making that sphere STATIC drops it again."""
+  can have two contact rows with single bodies (`block_move_for`): a robot on the ground gets
+  "off" (~25% less XLA compile) and rolls out bit for bit as with the move traced (the move
+  never runs there); so does a lone ball beside it (one row, the ground's); a second ball
+  (a sphere pair) or a box (four corners on the ground) bring it back, and removing the
+  second ball or making the box STATIC drops it again."""
   import jax
   world, robot = _world("rubber")
   robot.setGeneralizedCoordinate([0.05, 0.0, 0.12, 1.0, 0.0, 0.0, 0.0])
@@ -243,8 +245,21 @@ def test_compile_leaves_the_island_block_move_out_where_no_single_body_is_dynami
   assert int(np.asarray(plain.contacts.active).sum()) > 0           # the robot lands
   for a, b in zip(jax.tree.leaves((plain_final, plain)), jax.tree.leaves((move_final, move))):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  sphere = world.addSphere(0.1, 1.0)
-  sphere.setPosition(1.0, 0.0, 0.1)
-  assert world.compile()[0].solver.block_move == "compact"
-  sphere.setBodyType(rj.BodyType.STATIC)
-  assert world.compile()[0].solver.block_move == "off"
+
+  def move():
+    return world.compile()[0].solver.block_move
+
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(1.0, 0.0, 0.1)
+  assert move() == "off"
+  second = world.addSphere(0.1, 1.0)
+  second.setPosition(2.0, 0.0, 0.1)
+  assert move() == "compact"
+  world.removeObject(second)
+  assert move() == "off"
+  ball.setBodyType(rj.BodyType.STATIC)     # else ground + static box: two rows for the ball
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  box.setPosition(-1.0, 0.0, 0.1)
+  assert move() == "compact"
+  box.setBodyType(rj.BodyType.STATIC)
+  assert move() == "off"

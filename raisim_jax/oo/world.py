@@ -406,11 +406,12 @@ class World:
 
   def compile(self):
     """(model, state): the pure-core pytrees of this world, for jit/vmap/grad use. The
-    Model leaves out the island block move where no single body is DYNAMIC (`block_move_for`:
-    it would never run; ~25% less XLA compile for a world of robots on the ground)."""
+    Model leaves out the island block move where no dynamic single body can have two contact
+    rows with single bodies (`block_move_for`: it would never run; ~25% less XLA compile for
+    a world of robots on the ground)."""
     self._ensure_compiled()
     solver = self._model.solver
-    move = block_move_for(self._description, solver.block_move)
+    move = block_move_for(self._model, solver.block_move)
     if move == solver.block_move:
       return self._model, self._state
     return self._model.replace(solver=solver.replace(block_move=move)), self._state
@@ -809,10 +810,10 @@ class World:
       if self._plain_model is None:
         solver = self._model.solver
         limit = int(solver.max_iterations)
-        # The move needs a dynamic single body and more than BLOCK_SWEEP sweeps: elsewhere
-        # (a robot on the ground, maxIter <= BLOCK_SWEEP) the plain solve is the solve.
-        if (np.any(np.asarray(self._model.bodies.body_type) == BodyType.DYNAMIC)
-            and limit > gauss_seidel.BLOCK_SWEEP):
+        # The move needs a dynamic single body with two rows among single bodies and more
+        # than BLOCK_SWEEP sweeps: elsewhere (a robot or a lone ball on the ground, maxIter
+        # <= BLOCK_SWEEP) the plain solve is the solve.
+        if block_move_for(self._model) != "off" and limit > gauss_seidel.BLOCK_SWEEP:
           limit = self._plain_sweep_limit = min(limit, PLAIN_SWEEP_LIMIT)
         else:
           self._plain_sweep_limit = None
