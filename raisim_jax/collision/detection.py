@@ -57,7 +57,7 @@ def shape_aabbs(shape_type, positions, rotations, sizes):
   return lo, hi
 
 
-def _filter_passes(shape_model, body_type, body_of_shape, a, b):
+def filter_passes(shape_model, body_type, body_of_shape, a, b):
   """(P,) bool: collision group/mask AND logic, and at least one DYNAMIC body."""
   group, mask = shape_model.collision_group, shape_model.collision_mask
   a_accepts_b = jnp.any((group[b] & mask[a]) != 0, axis=-1)
@@ -122,7 +122,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     candidate = broadphase.pair_candidates(
         collision, aabb_lo, aabb_hi, a, b,
         None if sap_hits is None else sap_hits[group.pair_index], unbounded)
-    candidate &= group.enabled & _filter_passes(shape_model, body_types, body_of_shape, a, b)
+    candidate &= group.enabled & filter_passes(shape_model, body_types, body_of_shape, a, b)
 
     def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
       return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
