@@ -78,7 +78,12 @@ def test_integrate1_then_integrate2_equals_integrate(world):
     world.integrate1()
     world.integrate2()
     other.integrate()
-  np.testing.assert_array_equal(ball.getQuaternion(), twin.getQuaternion())
+  # One program against two: XLA fuses them differently, so they agree to rounding (a
+  # machine with other vector units differed in the last bit), not bit for bit.
+  np.testing.assert_allclose(ball.getQuaternion(), twin.getQuaternion(), rtol=0, atol=1e-15)
+  np.testing.assert_allclose(ball.getAngularVelocity(), twin.getAngularVelocity(),
+                             rtol=0, atol=1e-14)
+  assert not np.array_equal(ball.getQuaternion(), [1, 0, 0, 0])
   assert world.getWorldTime() == other.getWorldTime()
 
 
