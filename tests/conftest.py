@@ -26,39 +26,42 @@ jax.config.update("jax_enable_x64", True)
 compilation_cache.enable_default()
 
 
-# Files that run XLA's fully optimized programs: those whose time goes into running them
-# (long simulations, 1,024-world batches, optimization loops, Python oracles), and those that
-# pin results to the optimized program's rounding (bit-equal paths, float32 vs float64 at a
-# validity boundary, gradients at 1e-5 of central differences through 300 sweeps): unoptimized,
-# LLVM rounds differently in places (integrate1 + integrate2 vs integrate: 1 ulp apart). Every
-# other file compiles with `jax_disable_most_optimizations` (LLVM at -O0, no expensive passes;
-# the same HLO program): backend compilation is most of a cold suite (2-core AVX2 CPU: 3,550 of
-# 7,050 test-seconds of its first 300 tests), and the float32 hopper test compiled in 89 s
-# instead of 121 s. The flag is not part of jit's in-memory cache key: it is set per file, and
-# the caches are cleared between files.
-_OPTIMIZED_FILES = frozenset((
-    "tests/test_resting_sphere_pyramid.py",
-    "tests/test_resting_stacks.py",
-    "tests/test_envs.py",
-    "tests/collision/test_narrowphase.py",
-    "tests/test_smoothing.py",
-    "tests/test_contacts.py",
-    "tests/test_readme_and_demo.py",
-    "tests/test_trajectory_optimization.py",
-    "tests/test_benchmarks.py",
-    "tests/test_world_api.py",
-    "tests/collision/test_scenarios.py",
-    "tests/solver/test_gauss_seidel.py",
-))
+# Tests compile with `jax_disable_most_optimizations` (LLVM at -O0, no expensive passes; the
+# same HLO program) unless marked `xla_optimized` (a test, a parametrized function, or a whole
+# file through `pytestmark`): backend compilation is most of a cold suite (2-core AVX2 CPU:
+# 3,550 of 7,050 test-seconds of its first 300 tests), and the float32 hopper test compiled in
+# 89 s instead of 121 s. Marked are the tests whose time goes into running programs (long
+# simulations, 1,024-world batches, optimization loops against Python oracles: unoptimized
+# they run ~2x slower) and those pinned to the optimized program's rounding (bit-equal paths,
+# float32 vs float64 at a validity boundary, a gradient through 300 sweeps of a sliding box):
+# unoptimized, LLVM rounds differently in places. The flag is not part of jit's in-memory
+# cache key, so the caches are cleared where it changes between tests (the persistent cache,
+# whose key holds it, still serves both kinds). Python processes a test starts (README
+# examples, notebooks, multi-process runs) get the same choice through the environment
+# variable JAX reads the flag from.
+def _set_xla_optimized(node):
+  unoptimized = node.get_closest_marker("xla_optimized") is None
+  os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = str(int(unoptimized))
+  if jax.config.read("jax_disable_most_optimizations") != unoptimized:
+    jax.clear_caches()
+    jax.config.update("jax_disable_most_optimizations", unoptimized)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _compile_options_of_the_file(request):
-  """XLA's full optimization for `_OPTIMIZED_FILES`, most optimizations off elsewhere."""
-  path = os.path.relpath(str(request.path), os.path.dirname(os.path.dirname(__file__)))
-  jax.config.update("jax_disable_most_optimizations", path not in _OPTIMIZED_FILES)
+  """The file's own choice (its `pytestmark`) for its module-scoped fixtures."""
+  _set_xla_optimized(request.node)
   yield
   jax.config.update("jax_disable_most_optimizations", False)
+  os.environ.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
+
+
+@pytest.fixture(autouse=True)
+def _compile_options_of_the_test(request, _compile_options_of_the_file):
+  """XLA's full optimization for tests marked `xla_optimized`, most optimizations off
+  elsewhere."""
+  _set_xla_optimized(request.node)
+  yield
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -221,6 +221,7 @@ def test_capacity_overflow_is_reported():
 
 # ---- batching and gradients ------------------------------------------------------------------
 
+@pytest.mark.xla_optimized
 def test_vmap_over_1024_contact_worlds_equals_sequential():
   world = rj.World()
   world.setTimeStep(2e-3)
@@ -281,6 +282,7 @@ def test_grad_through_200_steps_of_a_bouncing_ball_matches_finite_differences():
 
 # ---- integrateNoContactDetection -------------------------------------------------------------
 
+@pytest.mark.xla_optimized
 def test_fast_solver_mode_is_forward_differentiable_and_agrees_with_the_default():
   world = rj.World()
   world.setTimeStep(2e-3)

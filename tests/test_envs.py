@@ -42,6 +42,7 @@ def _random_rollout(env, batch, steps, seed=0):
   return tuple(np.asarray(x) for x in run(keys))
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.parametrize("make, batch, steps", [(QuadrupedEnv, 64, 200), (HopperEnv, 256, 1000)],
                          ids=["quadruped-64x200", "hopper-256x1000"])
 def test_random_actions_stay_finite(make, batch, steps):

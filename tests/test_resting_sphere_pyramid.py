@@ -9,6 +9,9 @@ import pytest
 
 from tests.test_resting_stacks import _sphere_pyramid, check_rests_for_10_seconds
 
+# Runs long: XLA's full optimization (tests/conftest.py).
+pytestmark = pytest.mark.xla_optimized
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])

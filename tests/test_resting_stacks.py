@@ -12,6 +12,9 @@ import pytest
 import raisim_jax as rj
 from tests.test_contacts import _roll
 
+# Runs long: XLA's full optimization (tests/conftest.py).
+pytestmark = pytest.mark.xla_optimized
+
 
 def _box_stack(dtype):
   world = rj.World(dtype=dtype)

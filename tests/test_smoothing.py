@@ -44,6 +44,7 @@ def _smoothed_by_quadrature(f_batched, x):
   return float(np.sum(weights * values))
 
 
+@pytest.mark.xla_optimized
 def test_smoothed_gradient_tracks_the_slope_over_mode_changes_where_the_plain_one_does_not():
   with jax.enable_x64(True):
     f = _final_height_of_a_bouncing_ball()

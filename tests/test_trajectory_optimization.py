@@ -5,8 +5,12 @@ change), and 30 Adam steps bring the loss down more than 100x (measured ~250x)."
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from raisim_jax.examples import trajectory_optimization as example
+
+# Runs long: XLA's full optimization (tests/conftest.py).
+pytestmark = pytest.mark.xla_optimized
 
 
 def test_gradient_equals_finite_differences_while_sliding():

@@ -8,6 +8,10 @@ import pytest
 import raisim_jax as rj
 from raisim_jax.math import quaternion as quat
 
+# Compares paths bit for bit: XLA's full optimization (tests/conftest.py), whose rounding
+# the expected values were taken with.
+pytestmark = pytest.mark.xla_optimized
+
 
 @pytest.fixture
 def world():

@@ -130,6 +130,7 @@ def test_pair_matches_oracle(pair):
 
 
 @pytest.mark.slow
+@pytest.mark.xla_optimized
 @pytest.mark.parametrize("pair", _params(PAIRS), ids=pair_id)
 def test_pair_matches_oracle_many_poses(pair):
   check_pair(pair, 200, seed=1000 + hash(pair) % 1000)
