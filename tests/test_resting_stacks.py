@@ -82,6 +82,7 @@ def check_rests_for_10_seconds(build, dtype):
   depth = np.asarray(trajectory.contacts.depth)[np.asarray(trajectory.contacts.active)]
   assert depth.max() < 1e-3, depth.max()
   assert not bool(np.asarray(trajectory.contacts.overflow).any())
+  return trajectory
 
 
 # The sphere pyramid (150 sweeps every step, ~400 s per precision) is in

@@ -48,7 +48,7 @@ NEWTON_STEPS = 16     # semismooth Newton steps of the cone projection, at most 
                       # at 1e-5); they stop where nu stops moving (STALL_ULPS)
 STALL_ULPS = 8        # a Newton step that changes no multiplier by more than this many ulps
                       # of its island's largest ends the solve
-STEP_GROWTH = 4.0     # residual growth factor past which a Newton step is halved
+DAMPING = 1e-2        # Levenberg-Marquardt damping per unit of an island's relative residual
 DIVERGED = 1e12       # |nu| at which a Newton solve stops: its wrench is not reachable
 CONTRACTION = 1e-3    # largest error ratio (after / before) at which an island takes the move
 CG_ITERATIONS = 60    # conjugate-gradient steps per linear solve, at most
@@ -255,13 +255,15 @@ class _Operators:
     return jax.ops.segment_sum(per_side.reshape(-1, 6, 6), self.body.reshape(-1),
                                num_segments=self.num_bodies + 1)
 
-  def _system(self, weight, dtype):
+  def _system(self, weight, dtype, damping=0.0):
     """(operator, preconditioner) of A^T W A + r: r a relative regularization of each
-    per-body block's trace (the identity at the dump slot and for bodies without rows, so
-    the system stays positive definite), the preconditioner the inverse per-body blocks."""
+    per-body block's trace, plus `damping` (n + 1,) times it (the identity at the dump slot
+    and for bodies without rows, so the system stays positive definite), the preconditioner
+    the inverse per-body blocks."""
     blocks = self.diagonal_blocks(weight)
     scale = jnp.trace(blocks, axis1=-2, axis2=-1)
-    regularization = _relative_regularization(dtype) * jnp.where(scale > 0, scale, 1.0)
+    regularization = ((_relative_regularization(dtype) + damping)
+                      * jnp.where(scale > 0, scale, 1.0))
     regularization = regularization.at[self.num_bodies].set(1.0)
     eye6 = jnp.eye(6, dtype=dtype)
     inverse_blocks = inverse6(blocks + regularization[:, None, None] * eye6)
@@ -272,10 +274,10 @@ class _Operators:
 
     return operator, lambda r: jnp.einsum("bij,bj->bi", inverse_blocks, r)
 
-  def solve(self, weight, rhs):
+  def solve(self, weight, rhs, damping=0.0):
     """(n + 1, 6) x with (A^T W A + r) x = rhs (`_system`) by preconditioned conjugate
     gradients."""
-    operator, preconditioner = self._system(weight, rhs.dtype)
+    operator, preconditioner = self._system(weight, rhs.dtype, damping)
     return _conjugate_gradients(operator, rhs, preconditioner)
 
   def solve_with_residual(self, weight, rhs):
@@ -330,7 +332,7 @@ def _conjugate_gradients(operator, rhs, preconditioner):
   return jax.lax.custom_linear_solve(operator, rhs, solve, symmetric=True)
 
 
-def _newton_step(operands, nu, num_bodies):
+def _newton_step(operands, nu, num_bodies, damping=0.0):
   """(next Newton iterate, residual f(nu) = A^T Proj(start + A nu) - w at nu), both
   (n + 1, 6), of the move's multipliers nu; `operands`: start (R, 3), mu (R,), wrench
   (n + 1, 6), side_twist, side_body (the block's) and eligible (R,). The projection's Jacobian
@@ -339,7 +341,7 @@ def _newton_step(operands, nu, num_bodies):
   point, jac = project_to_cone(operands["start"] + ops.rows(nu), operands["mu"])
   residual = ops.bodies(point) - operands["wrench"]
   jac = jnp.where(operands["eligible"][:, None, None], jax.lax.stop_gradient(jac), 0.0)
-  return nu - ops.solve(jac, residual), residual
+  return nu - ops.solve(jac, residual, damping), residual
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -363,6 +365,13 @@ def _at_root_jvp(num_bodies, primals, tangents):
   step, d_step = jax.jvp(lambda o: _newton_step(o, nu, num_bodies)[0], (operands,),
                          (tangents[1],))
   return nu, jnp.where(jnp.isfinite(step), d_step, 0.0)
+
+
+def _residual(operands, nu, num_bodies):
+  """(n + 1, 6) the Newton solve's residual A^T Proj_K(start + A nu) - w."""
+  ops = _Operators(operands, num_bodies)
+  point = project_to_cone(operands["start"] + ops.rows(nu), operands["mu"])[0]
+  return ops.bodies(point) - operands["wrench"]
 
 
 def correction(block, problem, row_velocity, impulses, num_bodies):
@@ -414,11 +423,23 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   # while loop is never differentiated); the root they reach is differentiated as a root
   # (`_at_root`). Islands whose Newton solve did not converge are rejected below, tangent
   # and all.
-  values = jax.lax.stop_gradient(dict(operands=operands, tolerance=wrench_tolerance))
+  wrench_size = island_size(wrench)
+  values = jax.lax.stop_gradient(dict(operands=operands, tolerance=wrench_tolerance,
+                                      wrench_size=jnp.where(wrench_size > 0, wrench_size, 1.0)))
   newton_ops = _Operators(values["operands"], num_bodies)
 
   def newton(nu):
-    step, residual = _newton_step(values["operands"], nu, num_bodies)
+    # Levenberg-Marquardt damping: each per-body block of the Newton matrix grows by DAMPING
+    # times the island's relative residual (of its trace). The projection's Jacobian is zero
+    # for rows outside their cone, so the undamped Newton matrix is blind to the rows a step
+    # brings back into contact: on the statically indeterminate 10-sphere pyramid steps came
+    # out ~1,000x too long, jumped between active sets, and from its ~250th time step on the
+    # solve stopped converging (sweeps at their 150 cap on most steps after). The damping
+    # vanishes at the root, where the solve converges as Newton's.
+    relative_residual = jnp.minimum(
+        island_size(_residual(values["operands"], nu, num_bodies)) / values["wrench_size"], 1.0)
+    damping = DAMPING * relative_residual
+    step, residual = _newton_step(values["operands"], nu, num_bodies, damping)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_size(step) >= DIVERGED
@@ -435,12 +456,6 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     residual_size = island_size(residual)
     step_size = island_size(newton_ops.bodies(point) - values["operands"]["wrench"])
     leaves = (residual_size <= values["tolerance"]) & ~(step_size <= values["tolerance"])
-    # A full step from near the root can jump to another active set and cycle among them
-    # (the 10-sphere pyramid on an AVX2 CPU: 1.4e-8 -> 3.4e-5, no root within NEWTON_STEPS
-    # in its second step, whose sweeps then ran to the cap): a step that multiplies its
-    # island's residual by more than STEP_GROWTH is halved.
-    grows = step_size > STEP_GROWTH * residual_size
-    step = jnp.where(grows[:, None], 0.5 * (nu + step), step)
     return jnp.where((diverged | leaves)[:, None], nu, step)
 
   def newton_going(carry):
