@@ -332,16 +332,17 @@ def _conjugate_gradients(operator, rhs, preconditioner):
   return jax.lax.custom_linear_solve(operator, rhs, solve, symmetric=True)
 
 
-def _newton_step(operands, nu, num_bodies, damping=0.0):
+def _newton_step(operands, nu, num_bodies, damping_of=lambda residual: 0.0):
   """(next Newton iterate, residual f(nu) = A^T Proj(start + A nu) - w at nu), both
   (n + 1, 6), of the move's multipliers nu; `operands`: start (R, 3), mu (R,), wrench
   (n + 1, 6), side_twist, side_body (the block's) and eligible (R,). The projection's Jacobian
-  J in the Newton matrix A^T J A is a value (no derivative)."""
+  J in the Newton matrix A^T J A is a value (no derivative); `damping_of(residual)` gives the
+  (n + 1,) damping of its per-body blocks (`_Operators._system`), none by default."""
   ops = _Operators(operands, num_bodies)
   point, jac = project_to_cone(operands["start"] + ops.rows(nu), operands["mu"])
   residual = ops.bodies(point) - operands["wrench"]
   jac = jnp.where(operands["eligible"][:, None, None], jax.lax.stop_gradient(jac), 0.0)
-  return nu - ops.solve(jac, residual, damping), residual
+  return nu - ops.solve(jac, residual, damping_of(residual)), residual
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -365,13 +366,6 @@ def _at_root_jvp(num_bodies, primals, tangents):
   step, d_step = jax.jvp(lambda o: _newton_step(o, nu, num_bodies)[0], (operands,),
                          (tangents[1],))
   return nu, jnp.where(jnp.isfinite(step), d_step, 0.0)
-
-
-def _residual(operands, nu, num_bodies):
-  """(n + 1, 6) the Newton solve's residual A^T Proj_K(start + A nu) - w."""
-  ops = _Operators(operands, num_bodies)
-  point = project_to_cone(operands["start"] + ops.rows(nu), operands["mu"])[0]
-  return ops.bodies(point) - operands["wrench"]
 
 
 def correction(block, problem, row_velocity, impulses, num_bodies):
@@ -411,7 +405,8 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   # Newton has reached the block's solution where every body's wrench is within sqrt(eps) of
   # the island's largest (a light box under a heavy one carries a small net wrench and large
   # impulses).
-  wrench_tolerance = jnp.sqrt(jnp.finfo(dtype).eps) * island_size(wrench)
+  wrench_size = island_size(wrench)
+  wrench_tolerance = jnp.sqrt(jnp.finfo(dtype).eps) * wrench_size
 
   def island_converged(residual):
     """(n + 1,) per body: its island's wrench residual (n + 1, 6) is within tolerance."""
@@ -423,7 +418,6 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
   # while loop is never differentiated); the root they reach is differentiated as a root
   # (`_at_root`). Islands whose Newton solve did not converge are rejected below, tangent
   # and all.
-  wrench_size = island_size(wrench)
   values = jax.lax.stop_gradient(dict(operands=operands, tolerance=wrench_tolerance,
                                       wrench_size=jnp.where(wrench_size > 0, wrench_size, 1.0)))
   newton_ops = _Operators(values["operands"], num_bodies)
@@ -436,10 +430,10 @@ def correction(block, problem, row_velocity, impulses, num_bodies):
     # out ~1,000x too long, jumped between active sets, and from its ~250th time step on the
     # solve stopped converging (sweeps at their 150 cap on most steps after). The damping
     # vanishes at the root, where the solve converges as Newton's.
-    relative_residual = jnp.minimum(
-        island_size(_residual(values["operands"], nu, num_bodies)) / values["wrench_size"], 1.0)
-    damping = DAMPING * relative_residual
-    step, residual = _newton_step(values["operands"], nu, num_bodies, damping)
+    def damping_of(residual):
+      return DAMPING * jnp.minimum(island_size(residual) / values["wrench_size"], 1.0)
+
+    step, residual = _newton_step(values["operands"], nu, num_bodies, damping_of)
     # An infeasible wrench sends nu off (1e11 after 16 steps); the island is held below
     # overflow so the rejected move's forward values and cotangents stay finite.
     diverged = island_size(step) >= DIVERGED
