@@ -105,13 +105,14 @@ def block_move_for(model: Model, default="compact"):
   n = body_type.shape[0]
   shapes = model.collision.shapes
   body = np.asarray(shapes.body)
+  group, mask = np.asarray(shapes.collision_group), np.asarray(shapes.collision_mask)
   rows = np.zeros(n, np.int64)
   for pair_group in model.collision.groups:
     a, b = np.asarray(pair_group.shape_a), np.asarray(pair_group.shape_b)
     singles = np.asarray(pair_group.enabled) & (body[a] < n) & (body[b] < n)
     a, b = a[singles], b[singles]
     # Detection's own filter (groups and masks, a dynamic side) on the pairs of single bodies.
-    counted = np.asarray(detection.filter_passes(shapes, body_type, body, a, b))
+    counted = detection.filter_passes(group, mask, body_type, body, a, b)
     points = np.minimum(pair_group.points, np.asarray(pair_group.point_limit))[singles][counted]
     for side in (body[a[counted]], body[b[counted]]):
       np.add.at(rows, side, points)

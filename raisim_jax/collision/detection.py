@@ -57,11 +57,15 @@ def shape_aabbs(shape_type, positions, rotations, sizes):
   return lo, hi
 
 
-def filter_passes(shape_model, body_type, body_of_shape, a, b):
-  """(P,) bool: collision group/mask AND logic, and at least one DYNAMIC body."""
-  group, mask = shape_model.collision_group, shape_model.collision_mask
-  a_accepts_b = jnp.any((group[b] & mask[a]) != 0, axis=-1)
-  b_accepts_a = jnp.any((group[a] & mask[b]) != 0, axis=-1)
+def filter_passes(group, mask, body_type, body_of_shape, a, b):
+  """(P,) bool: collision group/mask AND logic, and at least one DYNAMIC body.
+
+  group, mask: (S, 2) uint32 bits per shape; body_type: per body; body_of_shape: (S,);
+  a, b: (P,) shape indices. Written with array methods only, so NumPy inputs stay on the
+  host (the OO world's edits call it there without dispatching any XLA op) and traced
+  inputs trace."""
+  a_accepts_b = ((group[b] & mask[a]) != 0).any(axis=-1)
+  b_accepts_a = ((group[a] & mask[b]) != 0).any(axis=-1)
   moving = ((body_type[body_of_shape[a]] == BodyType.DYNAMIC)
             | (body_type[body_of_shape[b]] == BodyType.DYNAMIC))
   return a_accepts_b & b_accepts_a & moving
@@ -122,7 +126,8 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     candidate = broadphase.pair_candidates(
         collision, aabb_lo, aabb_hi, a, b,
         None if sap_hits is None else sap_hits[group.pair_index], unbounded)
-    candidate &= group.enabled & filter_passes(shape_model, body_types, body_of_shape, a, b)
+    candidate &= group.enabled & filter_passes(
+        shape_model.collision_group, shape_model.collision_mask, body_types, body_of_shape, a, b)
 
     def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
       return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
