@@ -73,24 +73,33 @@ def _release_compiled_functions():
   jax.clear_caches()
 
 
-# The files that take longest (in one suite run on 2 cores), run first
-# so that no worker is left with a long file while the other has finished: pytest-xdist's
-# `--dist loadfile` hands files out in collection order once its reordering by test count is
-# off. Scheduling only: a stale entry costs time, never correctness.
+# The files that take longest (worker-seconds in a cold suite on 2 cores, 2026-12-03, from
+# `benchmarks/suite_compile_time.py`; every file above 100 s), run first so that no worker is
+# left with a long file while the others have finished: pytest-xdist's `--dist loadfile` hands
+# files out in collection order once its reordering by test count is off. Scheduling only: a
+# stale entry costs time, never correctness.
 _LONGEST_FILES_FIRST = (
-    "tests/test_envs.py",
-    "tests/test_notebooks.py",
-    "tests/legged/test_standing.py",
-    "tests/test_resting_stacks.py",
-    "tests/test_resting_sphere_pyramid.py",
-    "tests/test_readme_and_demo.py",
-    "tests/legged/test_articulated_contacts.py",
-    "tests/collision/test_narrowphase.py",
-    "tests/test_multi_device.py",
-    "tests/test_smoothing.py",
-    "tests/test_world_files.py",
-    "tests/test_stack_gradients.py",
-    "tests/test_contacts.py",
+    "tests/solver/test_gauss_seidel.py",        # 479 s
+    "tests/test_envs.py",                       # 362 s
+    "tests/test_benchmarks.py",                 # 296 s
+    "tests/test_notebooks.py",                  # 289 s
+    "tests/collision/test_narrowphase.py",      # 269 s
+    "tests/test_contacts.py",                   # 255 s
+    "tests/test_resting_stacks.py",             # 219 s
+    "tests/collision/test_scenarios.py",        # 205 s
+    "tests/test_resting_sphere_pyramid.py",     # 176 s
+    "tests/test_dense_linalg.py",               # 167 s
+    "tests/legged/test_articulated_contacts.py",  # 160 s
+    "tests/test_multi_device.py",               # 157 s
+    "tests/solver/test_static_friction.py",     # 153 s
+    "tests/legged/test_standing.py",            # 140 s
+    "tests/test_readme_and_demo.py",            # 131 s
+    "tests/test_batching_and_gradients.py",     # 122 s
+    "tests/test_pytree_gradients.py",           # 120 s
+    "tests/test_sleeping.py",                   # 117 s
+    "tests/test_smoothing.py",                  # 113 s
+    "tests/legged/test_trot.py",                # 110 s
+    "tests/test_trajectory_optimization.py",    # 106 s
 )
 
 
