@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from raisim_jax.collision import detection
 from raisim_jax.description import BroadphaseSettings
 from raisim_jax.types import BroadphaseType
+from tests import jaxpr_walk
 
 G = 9.81
 
@@ -174,11 +176,11 @@ def test_static_objects_are_in_group_63_and_collide_with_everything():
 
 # ---- broadphase ------------------------------------------------------------------------------
 
-def _random_scene(broadphase):
+def _random_world(broadphase, bodies=200):
   world = rj.World()
   world.addGround()
   rng = np.random.default_rng(7)
-  for k in range(200):  # closed-form pairs (the overlap pairs compile slowly; same broadphase)
+  for k in range(bodies):  # closed-form pairs (the overlap pairs compile slowly; same broadphase)
     kind = k % 3
     if kind == 0:
       body = world.addSphere(rng.uniform(0.1, 0.4), 1.0)
@@ -193,6 +195,11 @@ def _random_scene(broadphase):
                                 mbpWorldMax=(4, 4, 4), mbpCellSize=(0.7, 0.7, 0.7))
   world.setBroadphaseSettings(settings)
   world.setContactCapacity(4096)
+  return world
+
+
+def _random_scene(broadphase, bodies=200):
+  world = _random_world(broadphase, bodies)
   world.integrate1()
   assert not world.getContactOverflow()
   return {(c.getCollisionBodyA(), c.getCollisionBodyB(), tuple(np.round(c.getPosition(), 9)))
@@ -204,6 +211,25 @@ def test_three_broadphase_types_give_identical_contacts_on_200_random_bodies():
   assert len(reference) > 50
   assert _random_scene(BroadphaseType.Sap3Axis) == reference
   assert _random_scene(BroadphaseType.MultiBoxPrune) == reference
+
+
+def _sorts_in_detection(world):
+  model, state = world.compile()
+  jaxpr = jax.make_jaxpr(detection.detect_contacts)(model, state)
+  return sum(eqn.primitive.name == "sort" for eqn in jaxpr_walk.equations(jaxpr))
+
+
+def test_sap_whose_window_reaches_every_shape_tests_the_pairs_directly():
+  """Sap3Axis looks at the next `sap_window` (64) shapes of each: in a world of at most 65
+  shape slots its verdict is every pair's AABB overlap, so the sort is left out, and the
+  contacts equal brute force's (the 200-body world above still sweeps)."""
+  reference = _random_scene(BroadphaseType.None_, bodies=30)
+  assert len(reference) > 5
+  assert _random_scene(BroadphaseType.Sap3Axis, bodies=30) == reference
+  small, large = (_random_world(BroadphaseType.Sap3Axis, n) for n in (30, 200))
+  assert len(small.compile()[0].collision.shapes.shape_type) <= 65
+  assert _sorts_in_detection(small) == 0
+  assert _sorts_in_detection(large) >= 1
 
 
 def test_capacity_overflow_is_reported():

@@ -82,14 +82,15 @@ def pair_candidates(collision, aabb_min, aabb_max, shape_a, shape_b, sap_hits, u
   """(P,) bool: the broadphase verdict for the pairs (shape_a, shape_b) of one group.
 
   `sap_hits` is the Sap3Axis result over the whole pair list already gathered for these pairs
-  (None for the other broadphase types); `unbounded` (static) marks a group with a
+  (None for the other broadphase types, and for a sweep whose window reaches every shape,
+  whose verdict is the AABB overlap itself); `unbounded` (static) marks a group with a
   half-space, whose pairs are tested directly."""
   overlap = aabb_overlap(aabb_min[shape_a], aabb_max[shape_a],
                          aabb_min[shape_b], aabb_max[shape_b])
   if collision.broadphase == BroadphaseType.None_:
     return jnp.ones(shape_a.shape, bool)
   if collision.broadphase == BroadphaseType.Sap3Axis:
-    return overlap if unbounded else sap_hits
+    return overlap if unbounded or sap_hits is None else sap_hits
   lo, hi = grid_cells(aabb_min, aabb_max, collision)
   share_cells = jnp.all((lo[shape_a] <= hi[shape_b]) & (lo[shape_b] <= hi[shape_a]), axis=-1)
   return share_cells & overlap

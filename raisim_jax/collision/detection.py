@@ -110,7 +110,11 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   body_types = collision_bodies.collision_body_types(model)
   overflow = jnp.zeros((), bool)
   sap_hits = None
-  if collision.broadphase == BroadphaseType.Sap3Axis and num_pairs:
+  # A window that reaches every other shape (worlds of up to sap_window + 1 shapes) makes the
+  # sweep's verdict each pair's AABB overlap, never an overflow: those pairs are tested
+  # directly, without the sort (3% of Gymnasium's ant's batched step) and the window's gathers.
+  sweeps = collision.sap_window < len(shape_model.shape_type) - 1
+  if collision.broadphase == BroadphaseType.Sap3Axis and num_pairs and sweeps:
     # Half-spaces are tested directly; shapes that collide with nothing (group or mask 0,
     # e.g. the OO world's padding rows) are left out of the sweep.
     sweepable = ((np.asarray(shape_model.shape_type) != ShapeType.HALFSPACE)
