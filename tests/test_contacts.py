@@ -365,8 +365,8 @@ def test_contact_frame_is_built_from_the_axis_least_aligned_with_the_normal():
   expected = np.stack([x_axis, np.cross(normals, x_axis), normals], axis=-2)
   frame = np.asarray(detection.contact_frame(jnp.asarray(normals)))
   np.testing.assert_allclose(frame, expected, rtol=0, atol=1e-15)
-  np.testing.assert_allclose(frame @ np.swapaxes(frame, -1, -2), np.broadcast_to(np.eye(3), frame.shape),
-                             atol=1e-14)
+  np.testing.assert_allclose(frame @ np.swapaxes(frame, -1, -2),
+                             np.broadcast_to(np.eye(3), frame.shape), atol=1e-14)
   np.testing.assert_allclose(np.linalg.det(frame), 1.0, atol=1e-14)
   # A zero normal (an empty slot before masking) gives a zero frame, and finite gradients.
   grad = jax.grad(lambda n: jnp.sum(detection.contact_frame(n) ** 2))(jnp.zeros(3))
