@@ -390,7 +390,8 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
   smallest head past which no world has an active slot; contact_dynamics.warm_start_impulse);
   the oracle is a plain per-slot key search over whole buffers. Batches whose furthest active
   slot falls in each head and past every head, with a buffer that is not active-first (an
-  active slot past an inactive one), and a batch of worlds that need different heads."""
+  active slot past an inactive one), with no active slot at all (the zero head), and a batch
+  of worlds that need different heads."""
   from raisim_jax.dynamics import contact_dynamics
   from raisim_jax.collision import detection
   world = rj.World()
@@ -400,7 +401,7 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
   model, state = world.compile()
   capacity = state.contacts.active.shape[0]
   heads = contact_dynamics.head_sizes(capacity)
-  assert len(heads) == 2, heads
+  assert len(heads) == 3 and heads[0] == 0, heads
   rng = np.random.default_rng(3)
 
   def buffer(extent):
@@ -409,15 +410,16 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
     empty = detection.empty_contacts(capacity, jnp.float64)
     active = np.zeros(capacity, bool)
     active[:extent] = rng.random(extent) < 0.7
-    active[extent - 1] = True
+    if extent:
+      active[extent - 1] = True
     return empty.replace(active=jnp.asarray(active),
                          key=jnp.asarray(rng.integers(0, 12, capacity), jnp.int32),
                          impulse=jnp.asarray(rng.normal(size=(capacity, 3))))
 
   forward = model.replace(solver=model.solver.replace(differentiable=False))
   run = jax.jit(jax.vmap(contact_dynamics.warm_start_impulse, in_axes=(None, 0, 0)))
-  extents = [(3, 5), (heads[0] + 2, 1), (heads[1], heads[1] - 1), (capacity, 2)]
-  for batch in ([extents[0]], [extents[1]], [extents[2]], [extents[3]], extents):
+  extents = [(0, 0), (3, 5), (heads[1] + 2, 1), (heads[2], heads[2] - 1), (capacity, 2)]
+  for batch in [[extent] for extent in extents] + [extents]:
     pairs = [(buffer(a), buffer(b)) for a, b in batch]
     previous, current = (jax.tree.map(lambda *x: jnp.stack(x), *side) for side in zip(*pairs))
     for m in (forward, model):

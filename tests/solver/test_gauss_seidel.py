@@ -566,25 +566,30 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
   whole-buffer solve of the same inputs is its oracle: the same impulses and inverse apparent
   inertias in every slot, the same velocities, joint-limit rows (which follow the contact
   rows) and sweep count, with and without frozen (sleeping) rows. Boxes: one world per head
-  and one that fits none. A batch is solved on the head that holds its most crowded world,
-  and each world still equals its own solve."""
+  and one that fits none; the lander also without contacts (its limit row alone). A batch is
+  solved on the head that holds its most crowded world, and each world still equals its own
+  solve."""
   settings = dict(threshold=1e-12, max_iterations=300, differentiable=False)
   if scene == "lander":
     model, state, velocity, terms = lander()
-    worlds = [(with_solver(model, **settings), state, velocity, terms)]
+    # Also lifted off the ground: no contact row, the arm's limit row alone (the zero head).
+    lifted = state.replace(contacts=detection.empty_contacts(
+        state.contacts.active.shape[0], state.contacts.position.dtype))
+    worlds = [(with_solver(model, **settings), s, velocity, terms) for s in (state, lifted)]
   else:     # 32 contacts (no head), 12 (the quarter head) and 4 (the small head)
     worlds = [boxes_on_ground(lifted=lifted) for lifted in ((), range(3, 8), range(1, 8))]
     worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in worlds]
   heads = contact_dynamics.head_sizes(worlds[0][1].contacts.active.shape[0])
   counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
   if scene == "boxes":
-    assert len(heads) == 2 and heads[1] < counts[0], (heads, counts)
-    assert heads[0] < counts[1] <= heads[1] and 0 < counts[2] <= heads[0], (heads, counts)
+    assert len(heads) == 3 and heads[0] == 0 and heads[2] < counts[0], (heads, counts)
+    assert heads[1] < counts[1] <= heads[2] and 0 < counts[2] <= heads[1], (heads, counts)
   else:
-    assert heads[0] < counts[0] <= heads[-1], (heads, counts)   # 9 contacts: the quarter head
+    assert heads[1] < counts[0] <= heads[-1], (heads, counts)   # 9 contacts: the quarter head
   for model, state, velocity, terms in worlds:
     none = jnp.zeros_like(state.contacts.active)
-    for rows in (none, none.at[:2].set(True)):      # as the step passes them: a mask
+    # As the step passes them: a mask of active rows.
+    for rows in (none, none.at[:2].set(True) & state.contacts.active):
       _assert_same_solution(_solve(model, state, velocity, state.contacts, terms, rows),
                             _solve_whole_buffer(model, state, velocity, state.contacts, terms,
                                                 rows))
@@ -601,16 +606,17 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
 
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
-  grows from 0 past both `head_sizes` (8 and 24 of 96 slots), so the step switches from the
-  small head to the quarter head and to the whole buffer inside one rollout, for a batch of
-  two worlds whose counts cross at different steps. Oracle: the same rollout with the head
+  grows from 0 past every `head_sizes` (0, 8 and 24 of 96 slots), so the step switches from
+  the zero head (no contact rows: every box still falls) to the small head, the quarter head
+  and the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
+  different steps. Oracle: the same rollout with the head
   solves off (no head sizes): the same trajectory and contact counts."""
   world = rj.World()
   world.setTimeStep(DT)
   world.setDefaultMaterial(0.5, 0.0, 0.0)
   world.addGround()
   for k in range(8):
-    world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(0.5 * k, 0.0, 0.1 + 0.02 * k)
+    world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(0.5 * k, 0.0, 0.11 + 0.02 * k)
   world.setContactSolverDifferentiable(False)
   model, state = world.compile()
   boxes = [o.getIndexInWorld() for o in world.getObjList()][1:]
@@ -626,8 +632,8 @@ def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(m
             np.asarray(jnp.sum(trajectory.contacts.active, axis=-1)))
 
   positions, counts = run()
-  small, quarter = contact_dynamics.head_sizes(capacity)
-  assert counts.max() > quarter
+  zero, small, quarter = contact_dynamics.head_sizes(capacity)
+  assert counts.max() > quarter and zero == 0 and np.any(counts == 0)
   assert np.any((counts > 0) & (counts <= small))
   assert np.any((counts > small) & (counts <= quarter))
   assert not np.array_equal(counts[0], counts[1])       # the worlds cross at different steps
