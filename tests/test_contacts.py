@@ -232,6 +232,38 @@ def test_sap_whose_window_reaches_every_shape_tests_the_pairs_directly():
   assert _sorts_in_detection(large) >= 1
 
 
+def test_a_batch_without_contacts_gets_the_empty_buffer():
+  """Where no world of the batch has a contact, detection skips its compaction
+  (`detect_contacts`' cond on any world's count): every world gets `empty_contacts`, the
+  documented empty buffer (frames = contact_frame of +z). In a batch where one world touches,
+  each world's buffer equals its own unbatched detection (the other one empty)."""
+  world = rj.World()
+  world.addGround()
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  box.setPosition(0.0, 0.0, 1.0)
+  model, air = world.compile()
+  box.setPosition(0.0, 0.0, 0.099)
+  touching = world.compile()[1]
+  capacity = air.contacts.active.shape[0]
+  empty = detection.empty_contacts(capacity, model.dtype)
+  np.testing.assert_array_equal(np.asarray(empty.frame[0]),
+                                np.asarray(detection.contact_frame(jnp.array([0.0, 0.0, 1.0]))))
+  detect = jax.jit(jax.vmap(lambda s: detection.detect_contacts(model, s)))
+  stack = lambda *states: jax.tree.map(lambda *x: jnp.stack(x), *states)
+  in_air = detect(stack(air, air))
+  for k in range(2):
+    for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[k], in_air)),
+                         jax.tree.leaves(empty)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  mixed = detect(stack(air, touching))
+  assert int(np.sum(np.asarray(mixed.active[1]))) == 4
+  for k, state in enumerate((air, touching)):
+    alone = jax.jit(detection.detect_contacts)(model, state)
+    for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[k], mixed)),
+                         jax.tree.leaves(alone)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_capacity_overflow_is_reported():
   world = rj.World()
   world.addGround()

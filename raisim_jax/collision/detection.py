@@ -203,7 +203,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
 
   # Where no world of the batch has a contact (bodies in the air), the gathers of the
   # compaction and the frames of its slots are skipped: the same empty buffer, without them
-  # (9 bodies falling, batch 1,024: ~10% of the step).
+  # (9 bodies falling, batch 1,024, one core: 106k -> 138-149k world-steps/s).
   return jax.lax.cond(batched_cond.any_world(count > 0), compacted, nothing, None)
 
 
