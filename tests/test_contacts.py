@@ -250,18 +250,16 @@ def test_a_batch_without_contacts_gets_the_empty_buffer():
                                 np.asarray(detection.contact_frame(jnp.array([0.0, 0.0, 1.0]))))
   detect = jax.jit(jax.vmap(lambda s: detection.detect_contacts(model, s)))
   stack = lambda *states: jax.tree.map(lambda *x: jnp.stack(x), *states)
+  world_k = lambda batch, k: jax.tree.map(lambda x: x[k], batch)
+  equal = lambda got, want: jax.tree.map(
+      lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)), got, want)
   in_air = detect(stack(air, air))
   for k in range(2):
-    for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[k], in_air)),
-                         jax.tree.leaves(empty)):
-      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    equal(world_k(in_air, k), empty)
   mixed = detect(stack(air, touching))
   assert int(np.sum(np.asarray(mixed.active[1]))) == 4
   for k, state in enumerate((air, touching)):
-    alone = jax.jit(detection.detect_contacts)(model, state)
-    for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[k], mixed)),
-                         jax.tree.leaves(alone)):
-      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    equal(world_k(mixed, k), jax.jit(detection.detect_contacts)(model, state))
 
 
 def test_capacity_overflow_is_reported():

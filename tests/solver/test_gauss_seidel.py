@@ -609,8 +609,8 @@ def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(m
   grows from 0 past every `head_sizes` (0, 8 and 24 of 96 slots), so the step switches from
   the zero head (no contact rows: every box still falls) to the small head, the quarter head
   and the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
-  different steps. Oracle: the same rollout with the head
-  solves off (no head sizes): the same trajectory and contact counts."""
+  different steps. Oracle: the same rollout with the head solves off (no head sizes): the
+  same trajectory and contact counts."""
   world = rj.World()
   world.setTimeStep(DT)
   world.setDefaultMaterial(0.5, 0.0, 0.0)
