@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from raisim_jax import contact_heads
 from raisim_jax.collision import detection
 from raisim_jax.description import BroadphaseSettings
 from raisim_jax.types import BroadphaseType
@@ -423,14 +424,13 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
   active slot past an inactive one), with no active slot at all (the zero head), and a batch
   of worlds that need different heads."""
   from raisim_jax.dynamics import contact_dynamics
-  from raisim_jax.collision import detection
   world = rj.World()
   world.addGround()
   for k in range(12):
     world.addBox(0.2, 0.2, 0.2, 1.0).setPosition(k, 0, 1)
   model, state = world.compile()
   capacity = state.contacts.active.shape[0]
-  heads = contact_dynamics.head_sizes(capacity)
+  heads = contact_heads.head_sizes(capacity)
   assert len(heads) == 3 and heads[0] == 0, heads
   rng = np.random.default_rng(3)
 

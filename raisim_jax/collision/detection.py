@@ -8,11 +8,13 @@ Contacts are ordered by (type group, pair, point): deterministic, so warm starts
 sweeps are reproducible.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import batched_cond
+from raisim_jax import batched_cond, contact_heads
 from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shapes
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
@@ -177,14 +179,20 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   count = jnp.sum(flat["valid"])
   overflow |= count > capacity
 
-  def compacted(_):
-    (index,) = jnp.nonzero(flat["valid"], size=capacity, fill_value=0)
-    active = jnp.arange(capacity) < count
+  empty = _empty_buffer(capacity, dtype)
+
+  def compacted(size, _):
+    """The buffer with the first `size` valid slots compacted into its head (every world's
+    valid slots when `size` is a head that holds them) and the rest empty."""
+    if size == 0:
+      return jax.tree.map(jnp.asarray, empty).replace(overflow=overflow)
+    (index,) = jnp.nonzero(flat["valid"], size=size, fill_value=0)
+    active = jnp.arange(size) < count
     shape_a = jnp.where(active, flat["shape_a"][index], -1)
     shape_b = jnp.where(active, flat["shape_b"][index], -1)
     normal = jnp.where(active[:, None], flat["normal"][index],
                        jnp.array([0.0, 0.0, 1.0], dtype))
-    return Contacts(
+    head = Contacts(
         active=active,
         position=jnp.where(active[:, None], flat["position"][index], 0.0),
         normal=normal,
@@ -194,17 +202,25 @@ def detect_contacts(model: Model, state: State) -> Contacts:
         body_a=jnp.where(active, body_of_shape[jnp.maximum(shape_a, 0)], -1),
         body_b=jnp.where(active, body_of_shape[jnp.maximum(shape_b, 0)], -1),
         key=jnp.where(active, flat["key"][index], -1),
-        impulse=jnp.zeros((capacity, 3), dtype),
-        inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (capacity, 3, 3)),
+        impulse=jnp.zeros((size, 3), dtype),
+        inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (size, 3, 3)),
         overflow=overflow)
+    if size == capacity:
+      return head
+    return jax.tree.map(lambda part, rest: jnp.concatenate([part, jnp.asarray(rest[size:])])
+                        if np.ndim(rest) else part, head, empty)
 
-  def nothing(_):
-    return jax.tree.map(jnp.asarray, _empty_buffer(capacity, dtype)).replace(overflow=overflow)
-
-  # Where no world of the batch has a contact (bodies in the air), the gathers of the
-  # compaction and the frames of its slots are skipped: the same empty buffer, without them
-  # (9 bodies falling, batch 1,024, one core: 106k -> 138-149k world-steps/s).
-  return jax.lax.cond(batched_cond.any_world(count > 0), compacted, nothing, None)
+  # The gathers and frames run on the smallest head of the buffer that holds every world's
+  # contacts (contact_heads; under vmap one switch for the batch), the slots past it are the
+  # empty buffer's constants: bodies in the air skip the compaction (9 bodies falling, batch
+  # 1,024, one core: 106k -> 138-149k world-steps/s). Differentiable mode keeps two branches
+  # (none, all), as its solve keeps one (more would grow its gradients' compile).
+  heads = contact_heads.head_sizes(capacity)
+  if model.solver.differentiable:
+    heads = heads[:1]
+  return jax.lax.switch(contact_heads.tier(count, heads),
+                        [functools.partial(compacted, size) for size in heads + (capacity,)],
+                        None)
 
 
 # contact_frame((0, 0, 1)) (tests/collision check it): the frame of an empty slot, built on the

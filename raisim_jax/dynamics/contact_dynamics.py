@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax import batched_cond
+from raisim_jax import batched_cond, contact_heads
 from raisim_jax.collision import collision_bodies
 from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_seidel, jacobian,
                                  joint_limits, system_groups)
@@ -112,10 +112,10 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
   """(C, 3) last step's impulse of the contact with the same key, zero if none.
 
   Keys are compared slot against slot. In forward-only mode only the leading `h` slots of
-  both buffers are compared, `h` the smallest of `head_sizes` past which no world of the
-  batch has an active slot in either buffer (a switch, as `solve_contacts`): the whole
-  comparison of a quadruped's 168 slots cost ~5% of its step at batch 1,024 for 4 contacts.
-  Differentiable mode compares every slot (more branches would grow its gradients'
+  both buffers are compared, `h` the smallest of `contact_heads.head_sizes` past which no
+  world of the batch has an active slot in either buffer (a switch, as `solve_contacts`): the
+  whole comparison of a quadruped's 168 slots cost ~5% of its step at batch 1,024 for 4
+  contacts. Differentiable mode compares every slot (more branches would grow its gradients'
   compile)."""
   if previous.key.shape[0] == 0 or contacts.key.shape[0] == 0:
     return jnp.zeros_like(contacts.impulse)
@@ -139,7 +139,7 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
     return jnp.zeros_like(contacts.impulse).at[:sizes[0]].set(impulse)
 
   whole = (contacts.key.shape[0], previous.key.shape[0])
-  heads = head_sizes(min(whole))
+  heads = contact_heads.head_sizes(min(whole))
   if model.solver.differentiable or not heads:
     return matched(whole, None)
 
@@ -148,7 +148,7 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
     return jnp.max(jnp.where(active, jnp.arange(1, active.shape[0] + 1), 0))
 
   extent = jnp.maximum(reach(contacts.active), reach(previous.active))
-  return jax.lax.switch(_head_tier(extent, heads),
+  return jax.lax.switch(contact_heads.tier(extent, heads),
                         [functools.partial(matched, (head, head)) for head in heads]
                         + [functools.partial(matched, whole)], None)
 
@@ -280,30 +280,6 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
   return weight[:, None, None] * k
 
 
-SMALL_HEAD = 8   # contact slots of the smallest head: one legged robot's feet, a lying humanoid
-
-
-def head_sizes(capacity: int) -> tuple:
-  """Static, increasing numbers of leading contact slots that the forward-only solve runs on
-  alone when every world's contacts fit in them (`solve_contacts`), all below `capacity`: 0
-  (no world has a contact: only joint-limit and pin rows are solved), a quarter of the buffer
-  (at least 16 slots, a multiple of 8), and between them SMALL_HEAD slots where that is at
-  most half the quarter. The zero head made 1,024 worlds of 9 bodies falling through the air
-  26% faster (85.8k -> 108k world-steps/s on one core: they had solved 8 empty slots)."""
-  quarter = max(16, -(-capacity // 32) * 8)
-  sizes = [quarter] if quarter < capacity else []
-  if 2 * SMALL_HEAD <= min(sizes + [capacity]):
-    sizes.insert(0, SMALL_HEAD)
-  return ((0,) if capacity else ()) + tuple(sizes)
-
-
-def _head_tier(extent, heads):
-  """() int32 index of the smallest of `heads` that is not below `extent` in any world
-  (len(heads): none is), unbatched under vmap (`batched_cond.any_world`), so a `switch` on it
-  runs one branch for the whole batch."""
-  return sum(batched_cond.any_world(extent > head).astype(jnp.int32) for head in heads)
-
-
 def _leading(contacts: Contacts, size: int) -> Contacts:
   """The buffer's first `size` slots (scalar leaves such as `overflow` unchanged)."""
   return jax.tree.map(lambda x: x[:size] if jnp.ndim(x) else x, contacts)
@@ -312,8 +288,8 @@ def _leading(contacts: Contacts, size: int) -> Contacts:
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
-  the buffer's first `h` slots, `h` the smallest of `head_sizes` that holds every world's
-  contacts (the whole buffer when none does).
+  the buffer's first `h` slots, `h` the smallest of `contact_heads.head_sizes` that holds
+  every world's contacts (the whole buffer when none does).
 
   Every row's setup (Delassus block, velocities, targets, rounding floors, position
   correction) is computed over every slot it is given, active or not: 64 empty slots cost the
@@ -327,7 +303,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   its gradients. Arguments and result as `_solve`.
   """
   capacity = contacts.active.shape[0]
-  heads = head_sizes(capacity)
+  heads = contact_heads.head_sizes(capacity)
   if model.solver.differentiable or not heads:
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
@@ -344,7 +320,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     return solution.replace(contacts=reported)
 
   return jax.lax.switch(
-      _head_tier(count, heads), [functools.partial(on_head, head) for head in heads]
+      contact_heads.tier(count, heads), [functools.partial(on_head, head) for head in heads]
       + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from raisim_jax import contact_heads
 from raisim_jax.dynamics import contact_dynamics, gauss_seidel
 from tests.solver.test_gauss_seidel import LANDER
 
@@ -131,7 +132,7 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
     model, state = world.compile()
     seen.clear()
     jax.eval_shape(rj.step, model, state)
-    return list(seen), 1 + len(contact_dynamics.head_sizes(state.contacts.active.shape[0]))
+    return list(seen), 1 + len(contact_heads.head_sizes(state.contacts.active.shape[0]))
 
   widths, solves = width(False, False)
   assert widths == [contact_dynamics.COLOUR_WIDTH] * solves == [8, 8, 8, 8]

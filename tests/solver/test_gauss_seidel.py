@@ -18,7 +18,7 @@ import pytest
 
 import raisim_jax as rj
 from raisim_jax.collision import collision_bodies, detection
-from raisim_jax import compile as compile_lib
+from raisim_jax import compile as compile_lib, contact_heads
 from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, gauss_seidel,
                                  kinematics)
 from raisim_jax.dynamics import single_body
@@ -579,7 +579,7 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
   else:     # 32 contacts (no head), 12 (the quarter head) and 4 (the small head)
     worlds = [boxes_on_ground(lifted=lifted) for lifted in ((), range(3, 8), range(1, 8))]
     worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in worlds]
-  heads = contact_dynamics.head_sizes(worlds[0][1].contacts.active.shape[0])
+  heads = contact_heads.head_sizes(worlds[0][1].contacts.active.shape[0])
   counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
   if scene == "boxes":
     assert len(heads) == 3 and heads[0] == 0 and heads[2] < counts[0], (heads, counts)
@@ -632,12 +632,12 @@ def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(m
             np.asarray(jnp.sum(trajectory.contacts.active, axis=-1)))
 
   positions, counts = run()
-  zero, small, quarter = contact_dynamics.head_sizes(capacity)
+  zero, small, quarter = contact_heads.head_sizes(capacity)
   assert counts.max() > quarter and zero == 0 and np.any(counts == 0)
   assert np.any((counts > 0) & (counts <= small))
   assert np.any((counts > small) & (counts <= quarter))
   assert not np.array_equal(counts[0], counts[1])       # the worlds cross at different steps
-  monkeypatch.setattr(contact_dynamics, "head_sizes", lambda c: ())
+  monkeypatch.setattr(contact_heads, "head_sizes", lambda c: ())
   whole_positions, whole_counts = run()
   np.testing.assert_array_equal(counts, whole_counts)
   np.testing.assert_allclose(positions, whole_positions, rtol=0, atol=1e-12)
