@@ -188,23 +188,29 @@ def detect_contacts(model: Model, state: State) -> Contacts:
       return jax.tree.map(jnp.asarray, empty).replace(overflow=overflow)
     (index,) = jnp.nonzero(flat["valid"], size=size, fill_value=0)
     active = jnp.arange(size) < count
-    shape_a = jnp.where(active, flat["shape_a"][index], -1)
-    shape_b = jnp.where(active, flat["shape_b"][index], -1)
-    normal = jnp.where(active[:, None], flat["normal"][index],
-                       jnp.array([0.0, 0.0, 1.0], dtype))
-    head = Contacts(
+    empty_head = jax.tree.map(lambda leaf: leaf[:size] if np.ndim(leaf) else leaf, empty)
+
+    def gathered(field, empty_field):
+      """The valid slots' `field` in the head; an empty slot's value elsewhere (selected
+      before any use, so no gradient meets a padded candidate's values)."""
+      mask = active.reshape((size,) + (1,) * (np.ndim(empty_field) - 1))
+      return jnp.where(mask, flat[field][index], empty_field)
+
+    shape_a = gathered("shape_a", empty_head.shape_a)
+    shape_b = gathered("shape_b", empty_head.shape_b)
+    normal = gathered("normal", empty_head.normal)
+    head = empty_head.replace(
         active=active,
-        position=jnp.where(active[:, None], flat["position"][index], 0.0),
+        position=gathered("position", empty_head.position),
         normal=normal,
         frame=contact_frame(normal),
-        depth=jnp.where(active, flat["depth"][index], 0.0),
+        depth=gathered("depth", empty_head.depth),
         shape_a=shape_a, shape_b=shape_b,
-        body_a=jnp.where(active, body_of_shape[jnp.maximum(shape_a, 0)], -1),
-        body_b=jnp.where(active, body_of_shape[jnp.maximum(shape_b, 0)], -1),
-        key=jnp.where(active, flat["key"][index], -1),
-        impulse=jnp.zeros((size, 3), dtype),
-        inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (size, 3, 3)),
+        body_a=jnp.where(active, body_of_shape[jnp.maximum(shape_a, 0)], empty_head.body_a),
+        body_b=jnp.where(active, body_of_shape[jnp.maximum(shape_b, 0)], empty_head.body_b),
+        key=gathered("key", empty_head.key),
         overflow=overflow)
+    head = jax.tree.map(jnp.asarray, head)
     if size == capacity:
       return head
     return jax.tree.map(lambda part, rest: jnp.concatenate([part, jnp.asarray(rest[size:])])
