@@ -235,9 +235,10 @@ def test_sap_whose_window_reaches_every_shape_tests_the_pairs_directly():
 
 def test_a_batch_without_contacts_gets_the_empty_buffer():
   """Where no world of the batch has a contact, detection skips its compaction
-  (`detect_contacts`' cond on any world's count): every world gets `empty_contacts`, the
-  documented empty buffer (frames = contact_frame of +z). In a batch where one world touches,
-  each world's buffer equals its own unbatched detection (the other one empty)."""
+  (`detect_contacts`' switch over the buffer's heads takes the zero head): every world gets
+  `empty_contacts`, the documented empty buffer (frames = contact_frame of +z). In a batch
+  where one world touches, each world's buffer equals its own unbatched detection (the other
+  one empty)."""
   world = rj.World()
   world.addGround()
   box = world.addBox(0.2, 0.2, 0.2, 1.0)
@@ -261,6 +262,38 @@ def test_a_batch_without_contacts_gets_the_empty_buffer():
   assert int(np.sum(np.asarray(mixed.active[1]))) == 4
   for k, state in enumerate((air, touching)):
     equal(world_k(mixed, k), jax.jit(detection.detect_contacts)(model, state))
+
+
+def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(monkeypatch):
+  """Forward-only detection compacts into the smallest head of the buffer that holds every
+  world's contacts (`contact_heads.head_sizes`: 0, 8, 24 slots here). With 0, 1, 4 and 8 of
+  8 boxes resting (0, 4, 16, 32 contacts: one count per head and one past them), alone
+  and in a batch whose worlds need different heads, every buffer equals the whole-buffer
+  compaction (the heads turned off), overflow flag included."""
+  world = rj.World()
+  world.addGround()
+  boxes = [world.addBox(0.2, 0.2, 0.2, 1.0) for _ in range(8)]
+  world.setContactSolverDifferentiable(False)
+  states = {}
+  for resting in (0, 1, 4, 8):
+    for k, box in enumerate(boxes):
+      box.setPosition(float(k), 0.0, 0.099 if k < resting else 1.0)
+    model, states[resting] = world.compile()
+  capacity = states[0].contacts.active.shape[0]
+  assert contact_heads.head_sizes(capacity) == (0, 8, 24) and capacity > 32
+  detect = lambda s: detection.detect_contacts(model, s)
+  stack = lambda *x: jnp.stack(x)
+  equal = lambda got, want: jax.tree.map(
+      lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)), got, want)
+  batch = jax.tree.map(stack, states[1], states[4], states[0])
+  with_heads = ({k: jax.jit(detect)(s) for k, s in states.items()},
+                jax.jit(jax.vmap(detect))(batch))
+  monkeypatch.setattr(contact_heads, "head_sizes", lambda capacity: ())
+  whole = ({k: jax.jit(detect)(s) for k, s in states.items()},
+           jax.jit(jax.vmap(detect))(batch))
+  for resting in states:
+    assert int(np.sum(np.asarray(with_heads[0][resting].active))) == 4 * resting
+  equal(with_heads, whole)
 
 
 def test_capacity_overflow_is_reported():
