@@ -52,7 +52,7 @@ from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import dense, rotation
 from raisim_jax.struct import dataclass
-from raisim_jax.types import Contacts, Model, State, StepVelocity
+from raisim_jax.types import Contacts, JointLimitModel, Model, State, StepVelocity
 
 ROW_CONTACT = gauss_seidel.ROW_CONTACT
 ROW_JOINT_LIMIT = gauss_seidel.ROW_JOINT_LIMIT
@@ -308,7 +308,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
 
-  def on_head(head, _):
+  def on_head(head, _, model=model, state=state):
     solution = _solve(model, state, velocity, _leading(contacts, head), terms,
                       None if frozen_rows is None else frozen_rows[:head])
     tail = contacts.replace(
@@ -319,9 +319,33 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                             else part, tail, solution.contacts)
     return solution.replace(contacts=reported)
 
-  return jax.lax.switch(
-      contact_heads.tier(count, heads), [functools.partial(on_head, head) for head in heads]
-      + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)], None)
+  tier = contact_heads.tier(count, heads)
+  branches = ([functools.partial(on_head, head) for head in heads]
+              + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)])
+  if model.joint_limits.count:
+    # Where no limit row of any world is active (every joint away from its limits, the usual
+    # case for a standing or walking robot), the small heads are solved without the limit
+    # rows: an inactive row takes no impulse, so the solve is the same, without the rows'
+    # setup and sweep visits (standing quadruped, 12 limit rows, batch 1,024, one core:
+    # 24.5k -> 31.6k world-steps/s with its limits removed, bit-identical trajectories).
+    limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms),
+                                     model.time_step)
+    quiet = ~batched_cond.any_world(jnp.any(limits["active"]))
+    bare_model = model.replace(joint_limits=JointLimitModel())
+    bare_state = state.replace(
+        joint_limits=joint_limits.empty_joint_limit_state(JointLimitModel(), model.dtype))
+    inactive = state.joint_limits.replace(
+        active=jnp.zeros_like(limits["active"]), upper=limits["upper"],
+        impulse=jnp.zeros_like(limits["gap"]), violation=jnp.maximum(-limits["gap"], 0.0))
+
+    def without_limits(head, _):
+      solution = on_head(head, _, model=bare_model, state=bare_state)
+      return solution.replace(joint_limits=inactive)
+
+    quiet_heads = heads[:2]
+    tier = jnp.where(quiet & (tier < len(quiet_heads)), len(branches) + tier, tier)
+    branches += [functools.partial(without_limits, head) for head in quiet_heads]
+  return jax.lax.switch(tier, branches, None)
 
 
 BLOCK_MOVES = ("compact", "every_row", "off")   # SolverModel.block_move

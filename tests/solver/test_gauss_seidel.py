@@ -604,6 +604,42 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
                               _solve(model, state, velocity, state.contacts, terms))
 
 
+def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_the_rows():
+  """Where no world's joint-limit row is active, forward-only mode solves the zero and small
+  heads without the limit rows (contact_dynamics.solve_contacts); the whole-buffer solve with
+  the rows (inactive: no impulse) is its oracle: the same impulses, velocities, sweep count
+  and reported limit state (inactive, zero impulse, the limit it faces, no violation). The
+  lander's arm half-way between its limits: lifted (no contact), on 4 of its contacts (the
+  small head) and on all 9 (the quarter head, solved with the rows); with its arm at the
+  limit (active) on 4 contacts; and batches that mix them (one active world: with the rows)."""
+  model, state, velocity, terms = lander()
+  model = with_solver(model, threshold=1e-12, max_iterations=300, differentiable=False)
+  capacity = state.contacts.active.shape[0]
+  four = state.contacts.replace(active=state.contacts.active & (jnp.arange(capacity) < 4))
+  lifted = detection.empty_contacts(capacity, state.contacts.position.dtype)
+  system = state.articulated[0]
+  halfway = state.replace(articulated=(system.replace(
+      generalized_coordinate=system.generalized_coordinate.at[7].set(-0.5)),))
+  worlds = [(halfway, lifted), (halfway, four), (halfway, state.contacts), (state, four)]
+  solutions = []
+  for world_state, contacts in worlds:
+    solution = _solve(model, world_state.replace(contacts=contacts), velocity, contacts, terms)
+    _assert_same_solution(solution, _solve_whole_buffer(
+        model, world_state.replace(contacts=contacts), velocity, contacts, terms))
+    solutions.append(solution)
+  limits = [np.asarray(s.joint_limits.active).tolist() for s in solutions]
+  assert limits == [[False]] * 3 + [[True]], limits
+  assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
+  for batch in (worlds[:2], worlds[1:2] + worlds[3:]):
+    stacked = jax.tree.map(lambda *x: jnp.stack(x),
+                           *[(s.replace(contacts=c), c) for s, c in batch])
+    batched = jax.jit(jax.vmap(lambda s, c: contact_dynamics.solve_contacts(
+        model, s, velocity, c, terms)))(*stacked)
+    for k, (world_state, contacts) in enumerate(batch):
+      _assert_same_solution(jax.tree.map(lambda x: x[k], batched), _solve_whole_buffer(
+          model, world_state.replace(contacts=contacts), velocity, contacts, terms))
+
+
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
   grows from 0 past every `head_sizes` (0, 8 and 24 of 96 slots), so the step switches from
