@@ -7,7 +7,9 @@ leaves the rest empty; the forward-only solve runs on it (`dynamics.contact_dyna
 choice is one `switch` for the whole batch (`tier`), never a per-world select.
 """
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from raisim_jax import batched_cond
 
@@ -32,3 +34,16 @@ def tier(extent, heads):
   (len(heads): none is), unbatched under vmap (`batched_cond.any_world`), so a `switch` on it
   runs one branch for the whole batch."""
   return sum(batched_cond.any_world(extent > head).astype(jnp.int32) for head in heads)
+
+
+def leading(buffer, size: int):
+  """The first `size` slots of every leaf of a buffer pytree (Contacts; scalar leaves such as
+  `overflow` unchanged)."""
+  return jax.tree.map(lambda x: x[:size] if np.ndim(x) else x, buffer)
+
+
+def with_leading(whole, part):
+  """`whole` (a buffer pytree) with its leading slots replaced by those of `part` (the same
+  structure, fewer slots); scalar leaves are `part`'s."""
+  return jax.tree.map(lambda w, p: jnp.asarray(w).at[:p.shape[0]].set(p) if np.ndim(w) else p,
+                      whole, part)

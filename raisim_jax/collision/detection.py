@@ -188,7 +188,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
       return jax.tree.map(jnp.asarray, empty).replace(overflow=overflow)
     (index,) = jnp.nonzero(flat["valid"], size=size, fill_value=0)
     active = jnp.arange(size) < count
-    empty_head = jax.tree.map(lambda leaf: leaf[:size] if np.ndim(leaf) else leaf, empty)
+    empty_head = contact_heads.leading(empty, size)
 
     def gathered(field, empty_field):
       """The valid slots' `field` in the head; an empty slot's value elsewhere (selected
@@ -210,11 +210,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
         body_b=jnp.where(active, body_of_shape[jnp.maximum(shape_b, 0)], empty_head.body_b),
         key=gathered("key", empty_head.key),
         overflow=overflow)
-    head = jax.tree.map(jnp.asarray, head)
-    if size == capacity:
-      return head
-    return jax.tree.map(lambda part, rest: jnp.concatenate([part, jnp.asarray(rest[size:])])
-                        if np.ndim(rest) else part, head, empty)
+    return contact_heads.with_leading(empty, head)
 
   # The gathers and frames run on the smallest head of the buffer that holds every world's
   # contacts (contact_heads; under vmap one switch for the batch), the slots past it are the

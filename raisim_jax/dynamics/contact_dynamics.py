@@ -123,7 +123,8 @@ def warm_start_impulse(model: Model, previous: Contacts, contacts: Contacts):
   def matched(sizes, _):
     if min(sizes) == 0:   # no world of the batch has a contact in either buffer
       return jnp.zeros_like(contacts.impulse)
-    current, last = (buffer if size == buffer.key.shape[0] else _leading(buffer, size)
+    current, last = (buffer if size == buffer.key.shape[0]
+                     else contact_heads.leading(buffer, size)
                      for buffer, size in ((contacts, sizes[0]), (previous, sizes[1])))
     same = (current.key[:, None] == last.key[None, :]) & last.active[None, :]
     same &= current.active[:, None]
@@ -280,11 +281,6 @@ def _mobility_weighted(inv_mass, inv_inertia, body, weight, r):
   return weight[:, None, None] * k
 
 
-def _leading(contacts: Contacts, size: int) -> Contacts:
-  """The buffer's first `size` slots (scalar leaves such as `overflow` unchanged)."""
-  return jax.tree.map(lambda x: x[:size] if jnp.ndim(x) else x, contacts)
-
-
 def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                    contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem (`_solve`), in forward-only mode on
@@ -308,38 +304,38 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
 
-  def on_head(head, _, model=model, state=state):
-    solution = _solve(model, state, velocity, _leading(contacts, head), terms,
-                      None if frozen_rows is None else frozen_rows[:head])
+  # The limit rows once for every branch (None without limited joints).
+  limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms),
+                                   model.time_step)
+
+  def on_head(head, _, model=model, state=state, limits=limits):
+    solution = _solve(model, state, velocity, contact_heads.leading(contacts, head), terms,
+                      None if frozen_rows is None else frozen_rows[:head], limits)
     tail = contacts.replace(
         impulse=jnp.zeros_like(contacts.impulse),
         inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=model.dtype),
                                                   contacts.inverse_apparent_inertia.shape))
-    reported = jax.tree.map(lambda whole, part: whole.at[:head].set(part) if jnp.ndim(whole)
-                            else part, tail, solution.contacts)
-    return solution.replace(contacts=reported)
+    return solution.replace(contacts=contact_heads.with_leading(tail, solution.contacts))
 
   tier = contact_heads.tier(count, heads)
   branches = ([functools.partial(on_head, head) for head in heads]
-              + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows)])
+              + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows, limits)])
   if model.joint_limits.count:
     # Where no limit row of any world is active (every joint away from its limits, the usual
     # case for a standing or walking robot), the small heads are solved without the limit
     # rows: an inactive row takes no impulse, so the solve is the same, without the rows'
     # setup and sweep visits (standing quadruped, 12 limit rows, batch 1,024, one core:
     # 24.5k -> 31.6k world-steps/s with its limits removed, bit-identical trajectories).
-    limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms),
-                                     model.time_step)
     quiet = ~batched_cond.any_world(jnp.any(limits["active"]))
     bare_model = model.replace(joint_limits=JointLimitModel())
     bare_state = state.replace(
         joint_limits=joint_limits.empty_joint_limit_state(JointLimitModel(), model.dtype))
-    inactive = state.joint_limits.replace(
-        active=jnp.zeros_like(limits["active"]), upper=limits["upper"],
-        impulse=jnp.zeros_like(limits["gap"]), violation=jnp.maximum(-limits["gap"], 0.0))
+    # Taken only where every row is inactive: no impulse.
+    inactive = joint_limits.limit_state(state.joint_limits, limits,
+                                        jnp.zeros_like(limits["gap"]))
 
     def without_limits(head, _):
-      solution = on_head(head, _, model=bare_model, state=bare_state)
+      solution = on_head(head, _, model=bare_model, state=bare_state, limits=None)
       return solution.replace(joint_limits=inactive)
 
     quiet_heads = heads[:2]
@@ -352,7 +348,7 @@ BLOCK_MOVES = ("compact", "every_row", "off")   # SolverModel.block_move
 
 
 def _solve(model: Model, state: State, velocity: StepVelocity,
-           contacts: Contacts, terms=(), frozen_rows=None) -> ContactSolution:
+           contacts: Contacts, terms=(), frozen_rows=None, limits=None) -> ContactSolution:
   """Solves the world's contact and joint-limit problem over every slot of `contacts`.
 
   Args:
@@ -364,6 +360,8 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
     frozen_rows: None, or (C,) bool contacts left out of the solve and the position
       correction (those of sleeping islands): they stay active in the returned contacts with
       their warm-start impulse and their inverse apparent inertia.
+    limits: None, or this step's joint-limit rows (`joint_limits.limit_rows`) when the caller
+      already has them.
 
   Returns:
     ContactSolution.
@@ -388,7 +386,8 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   # Frozen rows keep their sides, so that their inverse apparent inertia is reported.
   single_a = found.active & (contacts.body_a < n)
   single_b = found.active & (contacts.body_b < n)
-  limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
+  if limits is None:
+    limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms), dt)
   num_limits = model.joint_limits.count
   num_pins = model.pins.count if model.pins is not None else 0
   num_extra = num_limits + num_pins
@@ -577,13 +576,10 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   penetration = jnp.where(active_c & (depth > 0), depth, 0.0)
   limit_state = None
   if num_limits:
-    violation = jnp.maximum(-limits["gap"], 0.0)
-    penetration = jnp.concatenate([penetration, jnp.where(limits["active"], violation, 0.0)])
-    limit_impulse = impulses[capacity:, 2]
-    limit_state = state.joint_limits.replace(
-        active=limits["active"], upper=limits["upper"],
-        impulse=jnp.where(limits["active"], limits["direction"] * limit_impulse, 0.0),
-        violation=violation)
+    limit_state = joint_limits.limit_state(state.joint_limits, limits,
+                                           impulses[capacity:capacity + num_limits, 2])
+    penetration = jnp.concatenate(
+        [penetration, jnp.where(limits["active"], limit_state.violation, 0.0)])
   body_displacement = jnp.zeros((n, 3), dtype)
   if has_singles:
     body_displacement = _single_body_correction(model, contacts, single_a, single_b, body_a,

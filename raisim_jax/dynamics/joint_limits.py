@@ -79,6 +79,16 @@ def _cone_row(quaternion, angle):
   return angle - theta, -axis
 
 
+def limit_state(previous: JointLimitState, rows, row_impulse) -> JointLimitState:
+  """JointLimitState of this step (RaiSim's getJointLimitViolations) from its rows
+  (`limit_rows`) and each row's impulse (L,) along its row: impulses signed along the joint
+  (zero where a row is inactive), violations past the limit at the start of the step."""
+  return previous.replace(
+      active=rows["active"], upper=rows["upper"],
+      impulse=jnp.where(rows["active"], rows["direction"] * row_impulse, 0.0),
+      violation=jnp.maximum(-rows["gap"], 0.0))
+
+
 def empty_joint_limit_state(limits: JointLimitModel, dtype) -> JointLimitState:
   count = limits.count
   return JointLimitState(active=device_zeros((count,), bool), upper=device_zeros((count,), bool),
