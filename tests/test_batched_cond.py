@@ -8,9 +8,9 @@ import pytest
 
 from raisim_jax import batched_cond
 
-# 37 rows: one flat scan of 10 chunks; 1,000 rows: 250 chunks in groups
-# (batched_cond.GROUPED_FROM_CHUNKS), so both code paths are checked.
-ROW_COUNTS = (37, 1000)
+# 4 rows: one chunk (evaluated in place, no compaction); 37 rows: one flat scan of 10 chunks;
+# 1,000 rows: 250 chunks in groups (batched_cond.GROUPED_FROM_CHUNKS): every code path.
+ROW_COUNTS = (4, 37, 1000)
 
 
 def row_fn(x, y):
@@ -81,6 +81,8 @@ def _counting(fn, counter):
 
 def test_masked_map_under_vmap_runs_only_chunks_with_a_survivor(data):
   x, y, _ = data
+  if x.shape[1] <= 4:
+    pytest.skip("one chunk: test_masked_map_of_one_chunk_runs_only_where_a_world_has_a_row")
   counter = [0]
   fn = jax.jit(jax.vmap(lambda m, a, b: batched_cond.masked_map(
       _counting(row_fn, counter), m, a, b, chunk=4)))
@@ -116,3 +118,23 @@ def test_run_where_keeps_the_other_worlds_and_skips_when_no_world_needs_it():
   # One world: the plain cond.
   assert float(batched_cond.run_where(jnp.asarray(True), body, jnp.asarray(3.0))) == 7.0
   assert float(batched_cond.run_where(jnp.asarray(False), body, jnp.asarray(3.0))) == 3.0
+
+
+def test_masked_map_of_one_chunk_runs_only_where_a_world_has_a_row():
+  """Rows that fit one chunk are evaluated where they are (no compaction), for the whole
+  batch, and only when some world has a survivor; the result is the masked closed form."""
+  rng = np.random.default_rng(1)
+  x, y = rng.uniform(size=(5, 6)), rng.uniform(size=(5, 6))
+  counter = [0]
+  fn = jax.jit(jax.vmap(lambda m, a, b: batched_cond.masked_map(
+      _counting(row_fn, counter), m, a, b, chunk=8)))
+  mask = np.zeros_like(x, bool)
+  out = jax.block_until_ready(fn(mask, x, y))
+  assert counter[0] == 0
+  np.testing.assert_array_equal(out["value"], 0.0)
+  mask[3, [0, 4]] = True                      # holes: rows 1-3 and 5 stay zero
+  out = jax.block_until_ready(fn(mask, x, y))
+  assert counter[0] == 5 * 6                  # every row of every world, once
+  value, flag = closed_form(x, y, mask)
+  np.testing.assert_allclose(out["value"], value, rtol=1e-6)
+  np.testing.assert_array_equal(out["flag"], flag)

@@ -296,6 +296,25 @@ def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(m
   equal(with_heads, whole)
 
 
+@pytest.mark.parametrize("n", [1, 7, 32, 414, 1000])
+def test_first_valid_lists_the_first_true_entries_in_order(n):
+  """detection.first_valid against NumPy's flatnonzero: for every head size (a top_k where
+  the head is small, jnp.nonzero otherwise), alone and under vmap, with no, few, many and all
+  entries valid; slots past the valid count are not looked at."""
+  rng = np.random.default_rng(n)
+  masks = np.stack([np.zeros(n, bool), rng.uniform(size=n) < 3 / n, rng.uniform(size=n) < 0.5,
+                    np.ones(n, bool)])
+  for size in sorted({1, 2, 8, n // 4, n // 2, n} - {0}):
+    one = jax.jit(lambda v, size=size: detection.first_valid(v, size))
+    batched = np.asarray(jax.jit(jax.vmap(one))(masks))
+    for k, mask in enumerate(masks):
+      want = np.flatnonzero(mask)[:size]
+      got = np.asarray(one(mask))
+      assert got.shape == (size,) and got.dtype == np.int32
+      np.testing.assert_array_equal(got[:want.size], want, err_msg=f"size {size}, mask {k}")
+      np.testing.assert_array_equal(batched[k, :want.size], want)
+
+
 def test_capacity_overflow_is_reported():
   world = rj.World()
   world.addGround()
