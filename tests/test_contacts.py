@@ -266,26 +266,26 @@ def test_a_batch_without_contacts_gets_the_empty_buffer():
 
 def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(monkeypatch):
   """Forward-only detection compacts into the smallest head of the buffer that holds every
-  world's contacts (`contact_heads.head_sizes`: 0, 8, 24 slots here). With 0, 1, 4 and 8 of
-  8 boxes resting (0, 4, 16, 32 contacts: one count per head and one past them), alone
-  and in a batch whose worlds need different heads, every buffer equals the whole-buffer
-  compaction (the heads turned off), overflow flag included."""
+  world's contacts (`contact_heads.head_sizes`: 0, 4, 8, 24 slots here). With 0, 1, 2, 4 and
+  8 of 8 boxes resting (0, 4, 8, 16, 32 contacts: one count per head and one past them),
+  alone and in a batch whose worlds need different heads, every buffer equals the
+  whole-buffer compaction (the heads turned off), overflow flag included."""
   world = rj.World()
   world.addGround()
   boxes = [world.addBox(0.2, 0.2, 0.2, 1.0) for _ in range(8)]
   world.setContactSolverDifferentiable(False)
   states = {}
-  for resting in (0, 1, 4, 8):
+  for resting in (0, 1, 2, 4, 8):
     for k, box in enumerate(boxes):
       box.setPosition(float(k), 0.0, 0.099 if k < resting else 1.0)
     model, states[resting] = world.compile()
   capacity = states[0].contacts.active.shape[0]
-  assert contact_heads.head_sizes(capacity) == (0, 8, 24) and capacity > 32
+  assert contact_heads.head_sizes(capacity) == (0, 4, 8, 24) and capacity > 32
   detect = lambda s: detection.detect_contacts(model, s)
   stack = lambda *x: jnp.stack(x)
   equal = lambda got, want: jax.tree.map(
       lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)), got, want)
-  batch = jax.tree.map(stack, states[1], states[4], states[0])
+  batch = jax.tree.map(stack, states[1], states[4], states[0], states[2])
   with_heads = ({k: jax.jit(detect)(s) for k, s in states.items()},
                 jax.jit(jax.vmap(detect))(batch))
   monkeypatch.setattr(contact_heads, "head_sizes", lambda capacity: ())
@@ -483,7 +483,7 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
   model, state = world.compile()
   capacity = state.contacts.active.shape[0]
   heads = contact_heads.head_sizes(capacity)
-  assert len(heads) == 3 and heads[0] == 0, heads
+  assert len(heads) == 4 and heads[0] == 0, heads
   rng = np.random.default_rng(3)
 
   def buffer(extent):
@@ -500,7 +500,8 @@ def test_warm_start_matches_keys_on_the_head_of_the_buffers_as_on_the_whole():
 
   forward = model.replace(solver=model.solver.replace(differentiable=False))
   run = jax.jit(jax.vmap(contact_dynamics.warm_start_impulse, in_axes=(None, 0, 0)))
-  extents = [(0, 0), (3, 5), (heads[1] + 2, 1), (heads[2], heads[2] - 1), (capacity, 2)]
+  extents = [(0, 0), (3, 2), (heads[1] + 2, 1), (heads[2] + 3, 5), (heads[3], heads[3] - 1),
+             (capacity, 2)]
   for batch in [[extent] for extent in extents] + [extents]:
     pairs = [(buffer(a), buffer(b)) for a, b in batch]
     previous, current = (jax.tree.map(lambda *x: jnp.stack(x), *side) for side in zip(*pairs))

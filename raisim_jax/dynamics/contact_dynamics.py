@@ -338,7 +338,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
       solution = on_head(head, _, model=bare_model, state=bare_state, limits=None)
       return solution.replace(joint_limits=inactive)
 
-    quiet_heads = heads[:2]
+    quiet_heads = tuple(h for h in heads if h <= max(contact_heads.SMALL_HEADS))
     tier = jnp.where(quiet & (tier < len(quiet_heads)), len(branches) + tier, tier)
     branches += [functools.partial(without_limits, head) for head in quiet_heads]
   return jax.lax.switch(tier, branches, None)

@@ -576,16 +576,18 @@ def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
     lifted = state.replace(contacts=detection.empty_contacts(
         state.contacts.active.shape[0], state.contacts.position.dtype))
     worlds = [(with_solver(model, **settings), s, velocity, terms) for s in (state, lifted)]
-  else:     # 32 contacts (no head), 12 (the quarter head) and 4 (the small head)
-    worlds = [boxes_on_ground(lifted=lifted) for lifted in ((), range(3, 8), range(1, 8))]
+  else:     # 32 contacts (no head), 12 (the quarter head), 8 and 4 (the small heads)
+    worlds = [boxes_on_ground(lifted=lifted)
+              for lifted in ((), range(3, 8), range(2, 8), range(1, 8))]
     worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in worlds]
   heads = contact_heads.head_sizes(worlds[0][1].contacts.active.shape[0])
   counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
   if scene == "boxes":
-    assert len(heads) == 3 and heads[0] == 0 and heads[2] < counts[0], (heads, counts)
-    assert heads[1] < counts[1] <= heads[2] and 0 < counts[2] <= heads[1], (heads, counts)
+    assert len(heads) == 4 and heads[0] == 0 and heads[3] < counts[0], (heads, counts)
+    assert heads[2] < counts[1] <= heads[3] and heads[1] < counts[2] <= heads[2], (heads, counts)
+    assert 0 < counts[3] <= heads[1], (heads, counts)
   else:
-    assert heads[1] < counts[0] <= heads[-1], (heads, counts)   # 9 contacts: the quarter head
+    assert heads[-2] < counts[0] <= heads[-1], (heads, counts)  # 9 contacts: the quarter head
   for model, state, velocity, terms in worlds:
     none = jnp.zeros_like(state.contacts.active)
     # As the step passes them: a mask of active rows.
@@ -642,9 +644,9 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
 
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
-  grows from 0 past every `head_sizes` (0, 8 and 24 of 96 slots), so the step switches from
-  the zero head (no contact rows: every box still falls) to the small head, the quarter head
-  and the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
+  grows from 0 past every `head_sizes` (0, 4, 8 and 24 of 96 slots), so the step switches
+  from the zero head (no contact rows: every box still falls) to the small heads, the quarter
+  head and the whole buffer inside one rollout, for a batch of two worlds whose counts cross at
   different steps. Oracle: the same rollout with the head solves off (no head sizes): the
   same trajectory and contact counts."""
   world = rj.World()
@@ -668,9 +670,10 @@ def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(m
             np.asarray(jnp.sum(trajectory.contacts.active, axis=-1)))
 
   positions, counts = run()
-  zero, small, quarter = contact_heads.head_sizes(capacity)
+  zero, four, small, quarter = contact_heads.head_sizes(capacity)
   assert counts.max() > quarter and zero == 0 and np.any(counts == 0)
-  assert np.any((counts > 0) & (counts <= small))
+  assert np.any((counts > 0) & (counts <= four))
+  assert np.any((counts > four) & (counts <= small))
   assert np.any((counts > small) & (counts <= quarter))
   assert not np.array_equal(counts[0], counts[1])       # the worlds cross at different steps
   monkeypatch.setattr(contact_heads, "head_sizes", lambda c: ())
