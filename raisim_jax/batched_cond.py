@@ -90,6 +90,10 @@ def masked_map(fn, mask, *args, chunk=4):
   count = jnp.sum(mask.astype(jnp.int32))
   one = jax.eval_shape(fn, *(a[0] for a in args))
 
+  def skipped(*size):
+    """A branch returning fn's output pytree as zeros with leading axes `size`."""
+    return lambda _: jax.tree.map(lambda e: jnp.zeros(size + e.shape, e.dtype), one)
+
   def masked(r):
     """Row-stacked `r` (R, ...) with the rows off the mask zero."""
     return jnp.where(mask.reshape((rows,) + (1,) * (r.ndim - 1)), r, jnp.zeros((), r.dtype))
@@ -99,9 +103,6 @@ def masked_map(fn, mask, *args, chunk=4):
 
   def compacted(_):
     (index,) = jnp.nonzero(mask, size=trips * chunk, fill_value=0)
-
-    def skipped(*size):
-      return lambda _: jax.tree.map(lambda e: jnp.zeros(size + e.shape, e.dtype), one)
 
     def one_chunk(inputs):
       start, slots = inputs
@@ -127,6 +128,5 @@ def masked_map(fn, mask, *args, chunk=4):
     return jax.tree.map(lambda r, e: masked(r.reshape((trips * chunk,) + e.shape)[slot]),
                         result, one)
 
-  nothing = lambda _: jax.tree.map(lambda e: jnp.zeros((rows,) + e.shape, e.dtype), one)
-  return jax.lax.cond(any_world(count > 0), in_place if rows <= chunk else compacted, nothing,
-                      None)
+  return jax.lax.cond(any_world(count > 0), in_place if rows <= chunk else compacted,
+                      skipped(rows), None)
