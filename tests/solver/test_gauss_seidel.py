@@ -559,51 +559,55 @@ def _assert_same_solution(a, b):
 _solve_whole_buffer = jax.jit(contact_dynamics._solve)
 
 
-@pytest.mark.parametrize("scene", ["boxes", "lander"])
-def test_forward_only_solve_on_the_head_equals_the_whole_buffer(scene):
+def _batched_solve(model, terms):
+  """`solve_contacts` (forward-only: on a head) over a batch of (state, velocity, contacts,
+  frozen rows); one compiled program for every batch of the same size, so each test below
+  compiles the head switch once (its branches are most of a step's compile time)."""
+  return jax.jit(jax.vmap(lambda s, v, c, rows: contact_dynamics.solve_contacts(
+      model, s, v, c, terms, rows)))
+
+
+def _check_batches(solve, model, terms, batches):
+  """Each batch, a list of (state, velocity, contacts, frozen rows), solved together by
+  `solve`; every world equals its own whole-buffer solve. Returns the batched solutions."""
+  solutions = []
+  for batch in batches:
+    batched = solve(*jax.tree.map(lambda *x: jnp.stack(x), *batch))
+    for k, (state, velocity, contacts, rows) in enumerate(batch):
+      _assert_same_solution(jax.tree.map(lambda x: x[k], batched), _solve_whole_buffer(
+          model, state.replace(contacts=contacts), velocity, contacts, terms, rows))
+    solutions.append(batched)
+  return solutions
+
+
+def test_forward_only_solve_on_the_head_equals_the_whole_buffer():
   """Forward-only mode solves only the buffer's first `h` slots, `h` the smallest of
   `head_sizes` that holds every world's contacts (contact_dynamics.solve_contacts); the
   whole-buffer solve of the same inputs is its oracle: the same impulses and inverse apparent
-  inertias in every slot, the same velocities, joint-limit rows (which follow the contact
-  rows) and sweep count, with and without frozen (sleeping) rows. Boxes: one world per head
-  and one that fits none; the lander also without contacts (its limit row alone). A batch is
-  solved on the head that holds its most crowded world, and each world still equals its own
-  solve."""
+  inertias in every slot, the same velocities and sweep count, with and without frozen
+  (sleeping) rows. Eight boxes, one world per head and one that fits none, each in a batch of
+  its own copies; a batch is solved on the head that holds its most crowded world, and each
+  world still equals its own solve. (The lander's limit rows, which follow the contact rows:
+  the next test.)"""
   settings = dict(threshold=1e-12, max_iterations=300, differentiable=False)
-  if scene == "lander":
-    model, state, velocity, terms = lander()
-    # Also lifted off the ground: no contact row, the arm's limit row alone (the zero head).
-    lifted = state.replace(contacts=detection.empty_contacts(
-        state.contacts.active.shape[0], state.contacts.position.dtype))
-    worlds = [(with_solver(model, **settings), s, velocity, terms) for s in (state, lifted)]
-  else:     # 32 contacts (no head), 12 (the quarter head), 8 and 4 (the small heads)
-    worlds = [boxes_on_ground(lifted=lifted)
-              for lifted in ((), range(3, 8), range(2, 8), range(1, 8))]
-    worlds = [(with_solver(m, **settings), s, v, t) for m, s, v, t in worlds]
+  # 32 contacts (no head), 12 (the quarter head), 8 and 4 (the small heads).
+  worlds = [boxes_on_ground(lifted=lifted)
+            for lifted in ((), range(3, 8), range(2, 8), range(1, 8))]
+  model, _, _, terms = worlds[0]        # the same model in every world: only states differ
+  model = with_solver(model, **settings)
   heads = contact_heads.head_sizes(worlds[0][1].contacts.active.shape[0])
   counts = [int(np.sum(np.asarray(s.contacts.active))) for _, s, _, _ in worlds]
-  if scene == "boxes":
-    assert len(heads) == 4 and heads[0] == 0 and heads[3] < counts[0], (heads, counts)
-    assert heads[2] < counts[1] <= heads[3] and heads[1] < counts[2] <= heads[2], (heads, counts)
-    assert 0 < counts[3] <= heads[1], (heads, counts)
-  else:
-    assert heads[-2] < counts[0] <= heads[-1], (heads, counts)  # 9 contacts: the quarter head
-  for model, state, velocity, terms in worlds:
-    none = jnp.zeros_like(state.contacts.active)
-    # As the step passes them: a mask of active rows.
-    for rows in (none, none.at[:2].set(True) & state.contacts.active):
-      _assert_same_solution(_solve(model, state, velocity, state.contacts, terms, rows),
-                            _solve_whole_buffer(model, state, velocity, state.contacts, terms,
-                                                rows))
-  if scene == "boxes":
-    model, _, _, terms = worlds[0]
-    for batch in (worlds, worlds[1:]):      # on the whole buffer, on the quarter head
-      stacked = jax.tree.map(lambda *x: jnp.stack(x), *[(s, v) for _, s, v, _ in batch])
-      batched = jax.jit(jax.vmap(lambda s, v: contact_dynamics.solve_contacts(
-          model, s, v, s.contacts, terms)))(*stacked)
-      for k, (_, state, velocity, _) in enumerate(batch):
-        _assert_same_solution(jax.tree.map(lambda x: x[k], batched),
-                              _solve(model, state, velocity, state.contacts, terms))
+  assert len(heads) == 4 and heads[0] == 0 and heads[3] < counts[0], (heads, counts)
+  assert heads[2] < counts[1] <= heads[3] and heads[1] < counts[2] <= heads[2], (heads, counts)
+  assert 0 < counts[3] <= heads[1], (heads, counts)
+  none = jnp.zeros_like(worlds[0][1].contacts.active)
+  single_worlds = [[(state, velocity, state.contacts, rows)] * len(worlds)
+                   for _, state, velocity, _ in worlds
+                   for rows in (none, none.at[:2].set(True) & state.contacts.active)]
+  mixed = [(state, velocity, state.contacts, none) for _, state, velocity, _ in worlds]
+  # On the whole buffer; on the quarter head (the most crowded world left out).
+  _check_batches(_batched_solve(model, terms), model, terms,
+                 single_worlds + [mixed, mixed[1:] + mixed[1:2]])
 
 
 def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_the_rows():
@@ -613,33 +617,31 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
   and reported limit state (inactive, zero impulse, the limit it faces, no violation). The
   lander's arm half-way between its limits: lifted (no contact), on 4 of its contacts (the
   small head) and on all 9 (the quarter head, solved with the rows); with its arm at the
-  limit (active) on 4 contacts; and batches that mix them (one active world: with the rows)."""
+  limit (an active row, which follows the contact rows) lifted (the limit row alone), on 4
+  and on all 9 contacts, also with frozen (sleeping) rows; each world in a batch of two
+  copies, and batches that mix them (one active world: with the rows)."""
   model, state, velocity, terms = lander()
   model = with_solver(model, threshold=1e-12, max_iterations=300, differentiable=False)
   capacity = state.contacts.active.shape[0]
+  heads = contact_heads.head_sizes(capacity)
+  count = int(np.sum(np.asarray(state.contacts.active)))
+  assert heads[-2] < count <= heads[-1], (heads, count)          # 9 contacts: the quarter head
   four = state.contacts.replace(active=state.contacts.active & (jnp.arange(capacity) < 4))
   lifted = detection.empty_contacts(capacity, state.contacts.position.dtype)
   system = state.articulated[0]
   halfway = state.replace(articulated=(system.replace(
       generalized_coordinate=system.generalized_coordinate.at[7].set(-0.5)),))
-  worlds = [(halfway, lifted), (halfway, four), (halfway, state.contacts), (state, four)]
-  solutions = []
-  for world_state, contacts in worlds:
-    solution = _solve(model, world_state.replace(contacts=contacts), velocity, contacts, terms)
-    _assert_same_solution(solution, _solve_whole_buffer(
-        model, world_state.replace(contacts=contacts), velocity, contacts, terms))
-    solutions.append(solution)
-  limits = [np.asarray(s.joint_limits.active).tolist() for s in solutions]
-  assert limits == [[False]] * 3 + [[True]], limits
+  none = jnp.zeros_like(state.contacts.active)
+  worlds = [(s.replace(contacts=c), velocity, c, none)
+            for s, c in ((halfway, lifted), (halfway, four), (halfway, state.contacts),
+                         (state, four), (state, lifted), (state, state.contacts))]
+  frozen = [(s, v, c, none.at[:2].set(True) & c.active) for s, v, c, _ in worlds[3:]]
+  solutions = _check_batches(_batched_solve(model, terms), model, terms,
+                             [[w, w] for w in worlds + frozen]
+                             + [worlds[:2], worlds[1:2] + worlds[3:4]])
+  limits = [np.asarray(s.joint_limits.active[0]).tolist() for s in solutions[:len(worlds)]]
+  assert limits == [[False]] * 3 + [[True]] * 3, limits
   assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
-  for batch in (worlds[:2], worlds[1:2] + worlds[3:]):
-    stacked = jax.tree.map(lambda *x: jnp.stack(x),
-                           *[(s.replace(contacts=c), c) for s, c in batch])
-    batched = jax.jit(jax.vmap(lambda s, c: contact_dynamics.solve_contacts(
-        model, s, velocity, c, terms)))(*stacked)
-    for k, (world_state, contacts) in enumerate(batch):
-      _assert_same_solution(jax.tree.map(lambda x: x[k], batched), _solve_whole_buffer(
-          model, world_state.replace(contacts=contacts), velocity, contacts, terms))
 
 
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
