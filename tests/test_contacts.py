@@ -404,13 +404,14 @@ def test_fast_solver_mode_is_forward_differentiable_and_agrees_with_the_default(
         linear_velocity=state.bodies.linear_velocity.at[1, 2].set(vz)))
     return rj.rollout(model, s, 5)[0].bodies.position[1, 2]
 
-  reverse = jax.grad(height)(-0.1)            # default: fixed-length scan
+  # Jitted: one program each (eagerly, the rollout's surroundings ran op by op).
+  reverse = jax.jit(jax.grad(height))(-0.1)     # default: fixed-length scan
   world.setContactSolverDifferentiable(False)   # while_loop early exit
   model, _ = world.compile()
-  forward = jax.jacfwd(height)(-0.1)
+  forward = jax.jit(jax.jacfwd(height))(-0.1)
   assert np.isfinite(forward) and float(forward) == pytest.approx(float(reverse), abs=1e-12)
   with pytest.raises(ValueError, match="Reverse-mode"):
-    jax.grad(height)(-0.1)
+    jax.jit(jax.grad(height))(-0.1)
 
 
 def test_integrate_no_contact_detection_lets_a_ball_pass_the_ground():
