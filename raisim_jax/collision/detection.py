@@ -96,13 +96,12 @@ def contact_frame(normal):
 
 
 def _depth_rank(depth, valid):
-  """(P, K) rank of each valid point of a pair by depth, deepest 0 (ties by slot order);
+  """(K,) rank of each valid point of one pair by depth, deepest 0 (ties by slot order);
   invalid points rank after every valid one."""
   k = depth.shape[-1]
   earlier = np.tril(np.ones((k, k), bool), -1)          # earlier[i, j]: j < i
-  deeper = (depth[:, None, :] > depth[:, :, None]) | (
-      (depth[:, None, :] == depth[:, :, None]) & earlier[None])
-  rank = jnp.sum(deeper & valid[:, None, :], axis=-1)
+  deeper = (depth[None, :] > depth[:, None]) | ((depth[None, :] == depth[:, None]) & earlier)
+  rank = jnp.sum(deeper & valid[None, :], axis=-1)
   return jnp.where(valid, rank, k)
 
 
@@ -146,19 +145,24 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     candidate &= group.enabled & filter_passes(
         shape_model.collision_group, shape_model.collision_mask, body_types, body_of_shape, a, b)
 
-    def collide_pair(size_a, rot_a, pos_a, size_b, rot_b, pos_b, group=group):
-      return narrowphase.collide(group.type_a, group.type_b, size_a, rot_a, pos_a,
-                                 size_b, rot_b, pos_b, max_points=group.points,
-                                 margin=collision.margin)
+    def collide_pair(shape_a, shape_b, point_limit, group=group):
+      points = narrowphase.collide(
+          group.type_a, group.type_b, sizes[shape_a], rotations[shape_a], positions[shape_a],
+          sizes[shape_b], rotations[shape_b], positions[shape_b], max_points=group.points,
+          margin=collision.margin)
+      if group.limited:
+        points = points.replace(
+            valid=points.valid & (_depth_rank(points.depth, points.valid) < point_limit))
+      return points
 
-    # Only the broadphase survivors are evaluated, also under vmap (batched_cond).
-    points = batched_cond.masked_map(collide_pair, candidate, sizes[a], rotations[a],
-                                     positions[a], sizes[b], rotations[b], positions[b],
+    # Only the broadphase survivors are evaluated, also under vmap (batched_cond); their
+    # shapes' poses are gathered inside the map, so a group no world reaches gathers nothing
+    # (gathered before it, the rotations of a standing quadruped's 168 unreached pairs were
+    # ~20% of its detection).
+    points = batched_cond.masked_map(collide_pair, candidate, a, b, group.point_limit,
                                      chunk=NARROWPHASE_CHUNK)
     k = group.points
-    valid = points.valid & candidate[:, None]
-    if group.limited:
-      valid &= _depth_rank(points.depth, valid) < group.point_limit[:, None]
+    valid = points.valid   # False off the candidates (masked_map's zeros)
     key = (group.pair_index[:, None] * KEY_STRIDE
            + jnp.arange(k, dtype=jnp.int32)[None, :]).astype(jnp.int32)
     slot_fields.append(dict(
