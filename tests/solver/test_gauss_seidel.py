@@ -644,6 +644,60 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
   assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
 
 
+def test_lean_heads_leave_out_only_single_bodies_that_do_not_move():
+  """Forward-only mode solves the small heads without the single bodies where no contact
+  touches one that can move (contact_dynamics.solve_contacts: a robot on the ground). The
+  lander with its arm half-way between its limits and the box on its base made KINEMATIC;
+  the buffer's head holds, in turn: the base on the ground (STATIC: lean); the kinematic box
+  at rest (lean); the kinematic box pressed down into the base at 0.3 m/s (it moves: with the
+  single bodies; solved lean, its contacts would take no impulse); the DYNAMIC box on the arm
+  with a zero free velocity, and the base on the ground (with the single bodies).
+  Oracle: the whole-buffer solve with the single bodies, in every world of batches of two
+  copies and of mixed batches; and the predicate's verdict for each world."""
+  model, state, _, terms = lander()
+  kinematic_box, arm_box = 2, 1      # single-body rows (the ground is 0, padding 3)
+  types = np.asarray(model.bodies.body_type)
+  assert types[kinematic_box] == types[arm_box] == rj.BodyType.DYNAMIC, types
+  model = with_solver(model, threshold=1e-12, max_iterations=300, differentiable=False)
+  model = model.replace(bodies=model.bodies.replace(
+      body_type=model.bodies.body_type.at[kinematic_box].set(rj.BodyType.KINEMATIC)))
+  system = state.articulated[0]
+  halfway = state.replace(articulated=(system.replace(
+      generalized_coordinate=system.generalized_coordinate.at[7].set(-0.5)),))
+  contacts = state.contacts
+  capacity = contacts.active.shape[0]
+  body_a, body_b = np.asarray(contacts.body_a), np.asarray(contacts.body_b)
+  # Slots 0-3: the kinematic box on the base; 4: the arm's box; 5-8: the base on the ground.
+  assert set(body_a[:4]) == {kinematic_box} and body_a[4] == arm_box, body_a
+  assert set(body_b[5:9]) == {0}, body_b
+
+  def head_of(slots):
+    """The buffer with `slots` moved to its head (active) and every other slot inactive."""
+    order = np.r_[slots, [k for k in range(capacity) if k not in slots]]
+    moved = jax.tree.map(lambda x: x[order] if np.ndim(x) else x, contacts)
+    return moved.replace(active=jnp.arange(capacity) < len(slots))
+
+  def world(contacts, box_velocity, hold_arm_box=False):
+    bodies = halfway.bodies
+    moved = halfway.replace(contacts=contacts, bodies=bodies.replace(
+        linear_velocity=bodies.linear_velocity.at[kinematic_box].set([0.0, 0.0, box_velocity])
+        .at[arm_box].set(0.0)))
+    velocity = single_body.free_velocity(model, moved, bodies.external_force,
+                                         bodies.external_torque)
+    if hold_arm_box:     # as if held against gravity: only its type says that it can move
+      velocity = velocity.replace(linear=velocity.linear.at[arm_box].set(0.0))
+    return moved, velocity, contacts, jnp.zeros((capacity,), bool)
+
+  on_ground, on_box = head_of([5, 6, 7, 8]), head_of([0, 1, 2, 3])
+  worlds = [world(on_ground, -0.3), world(on_box, 0.0), world(on_box, -0.3),
+            world(head_of([4, 5, 6, 7, 8]), 0.0, hold_arm_box=True)]
+  lean = [not bool(contact_dynamics._touches_moving_single(model, s, v, c))
+          for s, v, c, _ in worlds]
+  assert lean == [True, True, False, False], lean
+  _check_batches(_batched_solve(model, terms), model, terms,
+                 [[w, w] for w in worlds] + [worlds[:2], worlds[1:3], [worlds[0], worlds[3]]])
+
+
 def test_forward_only_rollout_across_the_head_boundary_equals_the_whole_buffer(monkeypatch):
   """Eight boxes dropped one after another (forward-only solver, float64): the contact count
   grows from 0 past every `head_sizes` (0, 4, 8 and 24 of 96 slots), so the step switches
