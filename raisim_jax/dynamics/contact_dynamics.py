@@ -321,7 +321,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   tier = contact_heads.tier(count, heads)
   branches = ([functools.partial(on_head, head) for head in heads]
               + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows, limits)])
-  has_systems = any(system_model.num_gv for system_model in model.articulated)
+  has_systems = _system_offsets(model)[1] > 0      # as `_solve` decides it
   drop_limits = bool(model.joint_limits.count)
   drop_singles = has_systems and model.num_bodies > 0
   if drop_limits or drop_singles:
