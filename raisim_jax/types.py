@@ -13,6 +13,7 @@ import enum
 import jax
 import jax.numpy as jnp
 
+from raisim_jax.math import rotation
 from raisim_jax.struct import dataclass, static_field
 
 
@@ -418,8 +419,6 @@ class Contacts:
     active: (C,) bool.
     position: (C, 3) contact point, world frame (midway between the surfaces).
     normal: (C, 3) unit normal pointing to object A, world frame.
-    frame: (C, 3, 3) RaiSim's transposed contact frame: rows are the frame's x, y, z axes in
-      world coordinates (z = normal), so impulse_world = frame.T @ impulse.
     depth: (C,) penetration depth (negative: a gap within the speculative margin).
     shape_a, shape_b, body_a, body_b: (C,) int32 indices (-1 in empty slots).
     key: (C,) int32 pair index * 8 + point index: the warm-start key.
@@ -430,7 +429,6 @@ class Contacts:
   active: jax.Array
   position: jax.Array
   normal: jax.Array
-  frame: jax.Array
   depth: jax.Array
   shape_a: jax.Array
   shape_b: jax.Array
@@ -440,6 +438,15 @@ class Contacts:
   impulse: jax.Array
   inverse_apparent_inertia: jax.Array
   overflow: jax.Array
+
+  @property
+  def frame(self):
+    """(C, 3, 3) RaiSim's transposed contact frame: rows are the frame's x, y, z axes in world
+    coordinates (z = normal), so impulse_world = frame.T @ impulse (`rotation.contact_frame`).
+
+    Derived from `normal` where it is read, not stored: a stored copy was written into every
+    slot of the buffer each step (a standing quadruped's 168 slots, 4 of them in contact)."""
+    return rotation.contact_frame(self.normal)
 
 
 @dataclass

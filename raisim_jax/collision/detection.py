@@ -17,7 +17,6 @@ import numpy as np
 from raisim_jax import batched_cond, contact_heads
 from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shapes
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.math import safe
 from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
 from raisim_jax.host_arrays import device_array
 
@@ -71,28 +70,6 @@ def filter_passes(group, mask, body_type, body_of_shape, a, b):
   moving = ((body_type[body_of_shape[a]] == BodyType.DYNAMIC)
             | (body_type[body_of_shape[b]] == BodyType.DYNAMIC))
   return a_accepts_b & b_accepts_a & moving
-
-
-def contact_frame(normal):
-  """(..., 3, 3) RaiSim's transposed contact frame: rows x, y, z with z = normal.
-
-  x is built from the world axis e least aligned with the normal (the first of equal ones), so
-  it is well defined: x = normalize(e x normal). The three candidates e x normal are written out
-  and selected, not gathered by an argmin: on the ant's 1,024 x 100 slots that took 1.3-1.9 ms
-  where this takes 0.85-1.0 ms, with bit-identical frames."""
-  n0, n1, n2 = normal[..., 0], normal[..., 1], normal[..., 2]
-  zero = jnp.zeros_like(n0)
-  e0_cross = jnp.stack([zero, -n2, n1], axis=-1)
-  e1_cross = jnp.stack([n2, zero, -n0], axis=-1)
-  e2_cross = jnp.stack([-n1, n0, zero], axis=-1)
-  a0, a1, a2 = jnp.abs(n0), jnp.abs(n1), jnp.abs(n2)
-  use_e0 = (a0 <= a1) & (a0 <= a2)
-  use_e1 = ~use_e0 & (a1 <= a2)
-  helper_cross = jnp.where(use_e0[..., None], e0_cross,
-                           jnp.where(use_e1[..., None], e1_cross, e2_cross))
-  x_axis = safe.normalize(helper_cross)
-  y_axis = jnp.cross(normal, x_axis)
-  return jnp.stack([x_axis, y_axis, normal], axis=-2)
 
 
 def _depth_rank(depth, valid):
@@ -202,12 +179,10 @@ def detect_contacts(model: Model, state: State) -> Contacts:
 
     shape_a = gathered("shape_a", empty_head.shape_a)
     shape_b = gathered("shape_b", empty_head.shape_b)
-    normal = gathered("normal", empty_head.normal)
     head = empty_head.replace(
         active=active,
         position=gathered("position", empty_head.position),
-        normal=normal,
-        frame=contact_frame(normal),
+        normal=gathered("normal", empty_head.normal),
         depth=gathered("depth", empty_head.depth),
         shape_a=shape_a, shape_b=shape_b,
         body_a=jnp.where(active, body_of_shape[jnp.maximum(shape_a, 0)], empty_head.body_a),
@@ -244,11 +219,6 @@ def first_valid(valid, size: int):
   return jax.lax.top_k(position_score, size)[1].astype(jnp.int32)
 
 
-# contact_frame((0, 0, 1)) (tests/collision check it): the frame of an empty slot, built on the
-# host so that compiling a world runs no eager device ops.
-_UP_FRAME = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-
-
 def _empty_buffer(capacity: int, dtype) -> Contacts:
   """A contact buffer with every slot inactive, as NumPy arrays: what `detect_contacts`
   writes to a slot it leaves empty."""
@@ -258,7 +228,7 @@ def _empty_buffer(capacity: int, dtype) -> Contacts:
   minus_one = np.full((capacity,), -1, np.int32)
   return Contacts(
       active=np.zeros((capacity,), bool), position=filled(np.zeros(3), 3),
-      normal=filled([0.0, 0.0, 1.0], 3), frame=filled(_UP_FRAME, 3, 3),
+      normal=filled([0.0, 0.0, 1.0], 3),
       depth=filled(0.0), shape_a=minus_one, shape_b=minus_one, body_a=minus_one,
       body_b=minus_one, key=minus_one, impulse=filled(np.zeros(3), 3),
       inverse_apparent_inertia=filled(np.eye(3), 3, 3), overflow=np.asarray(False))

@@ -37,6 +37,10 @@ from raisim_jax.dynamics import gauss_seidel, mass_properties
 from raisim_jax.collision import collision_bodies
 from raisim_jax.step import integrate1, integrate2, step, step_no_contact_detection
 from raisim_jax.types import BodyType, ObjectType
+from raisim_jax.math import rotation
+
+# One dispatch per contact listing: the contact frames of a State's buffer (types.Contacts).
+_contact_frames = jax.jit(rotation.contact_frame)
 
 
 # One compiled step per (bucketed) structure, shared by every World of the process; across
@@ -1033,15 +1037,18 @@ class World:
     the contact problem. A self-collision appears twice in its system's list (once per
     side); the second has skip() True."""
     if self._contact_cache is None:
-      c = jax.tree.map(np.asarray, self._current_state().contacts)
+      contacts = self._current_state().contacts
+      c = jax.tree.map(np.asarray, contacts)
+      frames = np.asarray(_contact_frames(contacts.normal))   # derived, not stored (types)
       owners = self._collision_body_owners()
       slots = np.nonzero(c.active)[0]
       body_types = np.asarray(collision_bodies.collision_body_types(self._model))
       entries = []
       for problem_index, slot in enumerate(slots):
         data = {name: getattr(c, name)[slot] for name in (
-            "position", "normal", "frame", "depth", "impulse", "inverse_apparent_inertia",
+            "position", "normal", "depth", "impulse", "inverse_apparent_inertia",
             "body_a", "body_b", "shape_a", "shape_b")}
+        data["frame"] = frames[slot]
         data = {k: np.array(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
                 else np.asarray(v) for k, v in data.items()}
         (object_a, local_a), (object_b, local_b) = (owners[int(data["body_a"])],

@@ -367,7 +367,6 @@ def test_padded_slots_get_zero_impulse_and_change_nothing():
   num_collision_bodies = len(collision_bodies.body_owner_tables(model)[0])
   noisy = contacts.replace(
       position=fill(contacts.position, rng.normal(size=(capacity, 3))),
-      frame=fill(contacts.frame, garbage_frame),
       normal=fill(contacts.normal, garbage_frame[:, 2]),
       depth=fill(contacts.depth, rng.normal(size=capacity)),
       impulse=fill(contacts.impulse, rng.normal(size=(capacity, 3))),
@@ -395,13 +394,13 @@ def test_padded_slots_get_zero_impulse_and_change_nothing():
   scan_model = with_solver(model, threshold=0.0, max_iterations=30, differentiable=True)
   weights = rng.normal(size=velocity.linear.shape)
 
-  def loss(position, frame, depth, impulse):
-    c = noisy.replace(position=position, frame=frame, depth=depth, impulse=impulse)
+  def loss(position, normal, depth, impulse):
+    c = noisy.replace(position=position, normal=normal, depth=depth, impulse=impulse)
     s = contact_dynamics.solve_contacts(scan_model, state, velocity, c, terms)
     return jnp.sum(s.velocity.linear * weights) + jnp.sum(s.contacts.impulse ** 2)
 
   grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(
-      noisy.position, noisy.frame, noisy.depth, noisy.impulse)
+      noisy.position, noisy.normal, noisy.depth, noisy.impulse)
   for g in grads:
     g = np.asarray(g)
     assert np.all(np.isfinite(g))
