@@ -104,3 +104,49 @@ def check_moving_bodies_have_inertia(ctx, bodies, joint_lines):
         f"moves link '{body.name}', but that link and everything it carries have no mass, no "
         f"inertia and no rotor inertia (the joint-space mass matrix would be singular): give "
         f"the link an <inertial> or make the joint fixed")
+
+
+def check_joints_have_inertia_along_their_motion(ctx, bodies, joint_lines):
+  """Every revolute joint must move some inertia about its axis, every prismatic joint some
+  mass along it (its subtree at the zero configuration, or its rotor inertia): otherwise the
+  joint-space mass matrix has a zero on its diagonal, and the first step divides by it. (A
+  thin rod spinning about its own axis: mass on the axis, izz = 0.) Run after
+  `check_moving_bodies_have_inertia`, which names a joint that moves nothing at all.
+
+  Args:
+    bodies: merged BodyDescriptions (parents before children).
+    joint_lines: {joint or link name: source line or None}.
+  """
+  rotations, origins = [], []
+  for body in bodies:
+    parent_rotation = rotations[body.parent] if body.parent >= 0 else np.eye(3)
+    parent_origin = origins[body.parent] if body.parent >= 0 else np.zeros(3)
+    rotations.append(parent_rotation @ np.asarray(body.joint_rot, float))
+    origins.append(parent_origin + parent_rotation @ np.asarray(body.joint_pos, float))
+  subtrees = [[index] for index in range(len(bodies))]
+  for index in range(len(bodies) - 1, -1, -1):
+    if bodies[index].parent >= 0:
+      subtrees[bodies[index].parent] += subtrees[index]
+  for index, body in enumerate(bodies):
+    if body.joint_type not in (JOINT_REVOLUTE, JOINT_PRISMATIC) or body.rotor_inertia > 0:
+      continue
+    axis = rotations[index] @ np.asarray(body.axis, float)
+    moved, scale = 0.0, 0.0
+    for j in subtrees[index]:
+      mass, rotation = float(bodies[j].mass), rotations[j]
+      inertia = rotation @ np.asarray(bodies[j].inertia, float) @ rotation.T
+      arm = origins[j] + rotation @ np.asarray(bodies[j].com, float) - origins[index]
+      scale += mass * (1.0 + arm @ arm) + float(np.trace(inertia))
+      if body.joint_type == JOINT_PRISMATIC:
+        moved += mass
+      else:
+        moved += axis @ inertia @ axis + mass * float(np.sum(np.cross(axis, arm) ** 2))
+    if scale > 0 and moved <= 1e-12 * scale:
+      kind = ("inertia about its axis" if body.joint_type == JOINT_REVOLUTE
+              else "mass along its axis")
+      raise ctx.error(
+          f"joint '{body.joint_name}'", joint_lines.get(body.joint_name),
+          f"moves link '{body.name}', but that link and everything it carries have no "
+          f"{kind} (the joint-space mass matrix would be singular): give the link "
+          f"inertia about the joint axis (an <inertia> diagonal), a <dynamics "
+          f"rotor_inertia>, or make the joint fixed")

@@ -191,6 +191,15 @@ BAD_NUMBERS = [
      r"joint 'hinge' \(line 6\): moves link 'b', but that link and everything it carries have "
      r"no mass.*give the link an <inertial> or make the joint fixed"),
     (urdf('<link name="base"/>'), r"link 'base' \(line 3\): the floating base .* no mass"),
+    # A rod on the hinge's axis with no inertia about it: M has a zero diagonal entry.
+    (arm(link_b='<link name="b"><inertial><origin xyz="0 0.3 0"/><mass value="0.5"/>'
+                '<inertia ixx="0.01" iyy="0" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>'
+                '</link>'),
+     r"joint 'hinge' \(line 6\): moves link 'b', but .* no inertia about its axis"),
+    (arm(link_b='<link name="b"><inertial><mass value="0"/>' + INERTIA + '</inertial></link>',
+         joint_extra='<limit lower="-1" upper="1" effort="1" velocity="1"/>').replace(
+             'type="revolute"', 'type="prismatic"'),
+     r"joint 'hinge' \(line 6\): moves link 'b', but .* no mass along its axis"),
 ]
 
 
@@ -219,6 +228,11 @@ def test_massless_link_that_carries_mass_or_rotor_inertia_loads():
   # A massless leaf driven through a rotor (rotor_inertia > 0) has a regular mass matrix.
   rotor = arm(link_b='<link name="b"/>', joint_extra='<dynamics rotor_inertia="0.01"/>')
   assert load_urdf(rotor).dof == 1
+  # Mass off the axis moves inertia about it even where the link's own inertia is zero.
+  off_axis = arm(link_b='<link name="b"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>'
+                        '<inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/>'
+                        '</inertial></link>')
+  assert load_urdf(off_axis).dof == 1
 
 
 def test_limit_lower_above_upper_is_bullets_no_limit_with_a_warning():
