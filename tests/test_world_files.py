@@ -302,6 +302,26 @@ def test_export_refuses_what_the_format_cannot_hold(tmp_path):
     world.exportToXml(str(tmp_path / "x.xml"))
 
 
+@pytest.mark.parametrize("edit,message", [
+    (lambda r: r.setJointDamping([0.7]), r"setJointDamping on 'pend' \(link 'rod': damping"),
+    (lambda r: r.setRotorInertia([0.05]), r"setRotorInertia on 'pend'"),
+    (lambda r: r.setMass(1, 3.0), r"setMass on 'pend' \(link 'rod': mass"),
+    (lambda r: r.setJointLimits([[-0.2, 0.2]]), r"setJointLimits on 'pend'"),
+    (lambda r: r.setActuationLimits([1.0], [-1.0]), r"setActuationLimits on 'pend'"),
+])
+def test_export_refuses_an_articulated_system_edited_after_loading(tmp_path, edit, message):
+  """The world file refers to the URDF: an edit of the loaded dynamics would be lost on
+  reload (a pendulum with edited damping swung differently after the round trip), so the
+  export names the edit instead of writing the URDF's values. Unedited, it exports."""
+  world = rj.World()
+  pendulum = world.addArticulatedSystem("rsc/urdf/pendulum.urdf")
+  pendulum.setName("pend")
+  world.exportToXml(str(tmp_path / "unedited.xml"))
+  edit(pendulum)
+  with pytest.raises(ValueError, match=message + ".* cannot be written"):
+    world.exportToXml(str(tmp_path / "edited.xml"))
+
+
 def test_file_rotations_are_exact_in_a_script_without_x64(tmp_path):
   """A user's script does not enable x64: the file is still read in the world's float64
   (a compound child's quaternion once became a float32-rounded rotation, error 2.8e-8)."""

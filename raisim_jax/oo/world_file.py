@@ -254,6 +254,36 @@ def _export_single(world, objects, view, name):
        lin_vel=view.getLinearVelocity(), ang_vel=view.getAngularVelocity())
 
 
+# Per-body numbers a setter can change after loading (setMass, setJointDamping, ...); the
+# world file refers to the URDF, which holds the loaded values.
+_EDITABLE_BODY_FIELDS = {"mass": "setMass", "com": "the centre of mass",
+                         "inertia": "the inertia", "rotor_inertia": "setRotorInertia",
+                         "damping": "setJointDamping", "friction": "the joint friction",
+                         "stiffness": "the joint stiffness", "lower": "setJointLimits",
+                         "upper": "setJointLimits", "velocity_limit": "the velocity limits",
+                         "effort_limit": "the effort limits"}
+
+
+def _refuse_edits_of_the_urdf(entry, name):
+  """Raises where the system's dynamics were edited after loading (the world file refers to
+  the URDF, so the edit would be lost on reload): each body's numbers against the URDF's,
+  bodies matched by link name, and actuation limits set with setActuationLimits."""
+  _refuse(entry.actuation_lower is not None or entry.actuation_upper is not None,
+          f"setActuationLimits on '{name}'")
+  loaded = urdf.load_urdf(entry.urdf_text or entry.source, res_path=entry.res_path)
+  loaded_bodies = {body.name: body for body in loaded.bodies}
+  for body in entry.description.bodies:
+    original = loaded_bodies.get(body.name)
+    if original is None:
+      continue
+    for field, setter in _EDITABLE_BODY_FIELDS.items():
+      now, then = getattr(body, field), getattr(original, field)
+      if now is None or then is None:
+        continue
+      _refuse(not np.array_equal(np.asarray(now, float), np.asarray(then, float)),
+              f"{setter} on '{name}' (link '{body.name}': {field} differs from its URDF's)")
+
+
 def _export_articulated(objects, view, index, directory):
   entry = view._entry
   name = view.getName()
@@ -266,6 +296,7 @@ def _export_articulated(objects, view, index, directory):
   else:
     _refuse(not entry.source, f"'{name}', built from a Child tree (it has no URDF),")
     urdf_path = os.path.abspath(entry.source)
+  _refuse_edits_of_the_urdf(entry, name)
   attributes = dict(urdf_path=urdf_path, collision_group=str(int(entry.collision_group)),
                     collision_mask=str(int(entry.collision_mask)))
   if name:
