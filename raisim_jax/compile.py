@@ -143,7 +143,7 @@ def _default_contact_capacity(groups, num_shapes):
   return int(min(total, max(16, 8 * num_shapes)))
 
 
-def link_collision_shapes(entry, warn=True):
+def link_collision_shapes(entry, warn=True, stacklevel=3):
   """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
   body frames. Collision meshes and ellipsoids are not simulated yet: they are skipped with
   one warning per system naming the collision bodies (when `warn`)."""
@@ -161,7 +161,7 @@ def link_collision_shapes(entry, warn=True):
     warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
                   f"meshes and ellipsoids are not supported yet; these collision bodies do not "
                   f"collide: "
-                  f"{', '.join(skipped)}", stacklevel=3)
+                  f"{', '.join(skipped)}", stacklevel=stacklevel)
   return shapes
 
 
@@ -370,7 +370,7 @@ def sleeping_model(settings, dtype) -> SleepingModel:
 
 
 def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
-                  capacity=Capacity()):
+                  capacity=Capacity(), warn=True):
   """Compiles a world description into the pure core's pytrees.
 
   Args:
@@ -379,6 +379,8 @@ def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
     names: material names in id order (default: `material_names(description)`); a
       longer list leaves ids free for names added later without changing the Model's shapes.
     capacity: padding rows (Capacity) for bodies and shapes added later.
+    warn: warn once per articulated system about collision geometry that is not simulated
+      (the OO World warns when the system is added instead).
 
   Returns:
     (model, state): Model and State with float leaves of `dtype`.
@@ -411,7 +413,7 @@ def compile_world(description: WorldDescription, dtype=jnp.float64, names=None,
       angular_damping=stack([b.angular_damping for b in bodies], (3,)),
       body_type=device_array(np.reshape([int(b.body_type) for b in bodies], len(bodies)), jnp.int32),
   )
-  collision = collision_model(description, dtype, names, capacity=capacity)
+  collision = collision_model(description, dtype, names, warn=warn, capacity=capacity)
   articulated = tuple(_articulated_model(entry, dtype) for entry in description.articulated)
   model = Model(
       bodies=body_model,

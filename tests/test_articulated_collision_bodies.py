@@ -263,3 +263,25 @@ def test_compile_leaves_the_island_block_move_out_where_it_cannot_run():
   assert move() == "compact"
   box.setBodyType(rj.BodyType.STATIC)
   assert move() == "off"
+
+
+def test_unsupported_collision_geometry_warns_once_at_the_users_add_call():
+  """pybullet_data's r2d2 has mesh collision bodies: one warning names them, attributed to
+  the line that added the robot (not to the library's compile), and neither stepping nor a
+  recompile after an edit repeats it."""
+  import os
+  import warnings
+  import pybullet_data
+  world = rj.World()
+  world.addGround()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    world.addArticulatedSystem(os.path.join(pybullet_data.getDataPath(), "r2d2.urdf"))
+    added = len(caught)
+    world.integrate()
+    world.removeObject(world.addBox(0.1, 0.1, 0.1, 1.0))
+    world.integrate()
+  meshes = [w for w in caught if "do not collide" in str(w.message)]
+  assert added == 1 and len(meshes) == 1
+  assert meshes[0].filename == __file__
+  assert "(mesh)" in str(meshes[0].message)

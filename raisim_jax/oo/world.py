@@ -23,6 +23,7 @@ from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
 from raisim_jax.compile import (SHAPE_TYPE_OF_OBJECT, Capacity, check_contact_settings,
                                 block_move_for, collision_model, compile_world,
+                                link_collision_shapes,
                                 material_names, material_table, resolve_dtype,
                                 sleeping_model, with_solver_settings)
 from raisim_jax.host_arrays import device_array
@@ -370,8 +371,10 @@ class World:
     if self._dirty:
       description, capacity = self._layout()
       self._compiled_material_names = self._material_names(description)
+      # Unsupported collision geometry was reported when the system was added.
       model, state = compile_world(description, self._dtype,
-                                   names=self._compiled_material_names, capacity=capacity)
+                                   names=self._compiled_material_names, capacity=capacity,
+                                   warn=False)
       self._model = model
       self._compiled_capacity = capacity
       self._set_state(state)
@@ -660,6 +663,8 @@ class World:
         collision_group=_collision_bits(collision_group, "collisionGroup"),
         collision_mask=_collision_bits(collision_mask, "collisionMask"),
         do_not_collide_with_parent=bool(options.doNotCollideWithParent), **entry)
+    # Once, at the user's addArticulatedSystem call: collision bodies that will not collide.
+    link_collision_shapes(entry, warn=True, stacklevel=5)
     self._structure_changed()
     view = ArticulatedSystem(self, entry)
     self._objects.append(view)
