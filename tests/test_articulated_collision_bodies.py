@@ -119,6 +119,8 @@ def test_position_orientation_and_shape_parameters_move_the_rest_height_without_
     robot.setCollisionBodyShapeParameters(0, [-0.1])
   with pytest.raises(ValueError, match="'id'"):
     robot.setCollisionBodyShapeParameters(2, [0.1])
+  with pytest.raises(ValueError, match=r"'id' .* got 'base/0' \(a name: getCollisionBody"):
+    robot.setCollisionBodyShapeParameters("base/0", [0.1])
   with pytest.raises(ValueError, match="oriOffset"):
     robot.setCollisionBodyOrientationOffset(1, np.diag([1.0, 1.0, -1.0]))
 

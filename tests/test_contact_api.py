@@ -163,3 +163,8 @@ def test_contact_solver_settings():
   assert len(box.getContacts()) == 1
   with pytest.raises(ValueError, match="maxIter"):
     world.setContactSolverParam(1, 1, 1, 0, 1e-8)
+  for bad in (2.5, float("nan"), float("inf"), True, "10"):   # was truncated: 2.5 -> 2
+    with pytest.raises(ValueError, match="'maxIter' must be an integer >= 1"):
+      world.setContactSolverParam(1, 1, 1, bad, 1e-8)
+  world.setContactSolverParam(1, 1, 1, 40.0, 1e-8)           # a whole float is a count
+  assert int(world.compile()[0].solver.max_iterations) == 40

@@ -1049,9 +1049,12 @@ class ArticulatedSystem(Object):
 
   def _collision_geometry(self, id_):
     geometries = articulated_collision.collision_geometries(self._entry.description)
-    if isinstance(id_, (bool, np.bool_)) or not 0 <= int(id_) < len(geometries) or int(id_) != id_:
+    if (isinstance(id_, (bool, np.bool_)) or not isinstance(id_, (int, np.integer, float))
+        or not 0 <= int(id_) < len(geometries) or int(id_) != id_):
+      hint = (f" (a name: getCollisionBody({id_!r}) finds the body; getCollisionBodies() "
+              f"lists them in index order)" if isinstance(id_, str) else "")
       raise ValueError(f"argument 'id' must be a collision body index < {len(geometries)}, "
-                       f"got {id_}")
+                       f"got {id_!r}{hint}")
     geometry = geometries[int(id_)][1]
     articulated_collision.require_simulated(geometry)
     return geometry
