@@ -255,10 +255,19 @@ def _parse_joint(ctx, el) -> JointSpec:
   if joint.type == JOINT_SPHERICAL and validation.cone_angle_problem(joint.upper):
     raise ctx.error(what, limit_el.sourceline, "<limit upper>: "
                     + validation.cone_angle_problem(joint.upper))
+  mimic_el = el.find("mimic")
+  if mimic_el is not None:
+    warnings.warn(f"{ctx.source}: {what} (line {mimic_el.sourceline}): <mimic joint="
+                  f"'{mimic_el.get('joint')}'> is not simulated: the joint moves on its own",
+                  stacklevel=4)
   dyn_el = el.find("dynamics")
   if dyn_el is not None:
     joint.damping = _float(ctx, dyn_el, what, "damping", default=0.0)
     joint.friction = _float(ctx, dyn_el, what, "friction", default=0.0)
+    if joint.friction > 0:
+      warnings.warn(f"{ctx.source}: {what} (line {dyn_el.sourceline}): <dynamics friction> "
+                    f"{joint.friction} is not simulated (joint friction is not modelled; "
+                    f"damping is)", stacklevel=4)
     joint.rotor_inertia = _float(ctx, dyn_el, what, "rotor_inertia", default=0.0)
     joint.stiffness = _float(ctx, dyn_el, what, "stiffness", default=0.0)
     if dyn_el.get("spring_mount") is not None:

@@ -1,6 +1,7 @@
 """Bad URDFs raise ValueError naming the source, the element and the line; loader features."""
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -239,6 +240,20 @@ def test_limit_lower_above_upper_is_bullets_no_limit_with_a_warning():
   with pytest.warns(UserWarning, match=r"joint 'hinge' \(line 6\).*taken as unlimited"):
     d = load_urdf(arm(joint_extra='<limit lower="1" upper="-1" effort="1" velocity="1"/>'))
   assert d.bodies[1].lower == -np.inf and d.bodies[1].upper == np.inf
+
+
+def test_joint_settings_that_are_not_simulated_warn_naming_the_joint_and_line():
+  """URDF <mimic> and a nonzero <dynamics friction> are read but not simulated: each says so
+  (they were accepted without a word); damping alone, or friction 0, is silent."""
+  with pytest.warns(UserWarning, match=r"joint 'hinge' \(line 6\): <dynamics friction> 0.3 "
+                                       r"is not simulated"):
+    load_urdf(arm(joint_extra='<dynamics damping="0.1" friction="0.3"/>'))
+  with pytest.warns(UserWarning, match=r"joint 'hinge' \(line 6\): <mimic joint='other'> is "
+                                       r"not simulated"):
+    load_urdf(arm(joint_extra='<mimic joint="other" multiplier="1"/>'))
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    load_urdf(arm(joint_extra='<dynamics damping="0.1" friction="0"/>'))
 
 
 def test_child_numbers_get_the_same_checks():
