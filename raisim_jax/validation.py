@@ -69,6 +69,14 @@ def rotation_matrix(value, name: str = "rotation") -> np.ndarray:
   return r
 
 
+def whole_number(value) -> bool:
+  """`value` is a count or index: an int, a NumPy integer or a finite float without fraction
+  (2.0; not 2.5, NaN, a bool or a string). Callers check its range and name the argument."""
+  return (isinstance(value, (int, np.integer, float, np.floating))
+          and not isinstance(value, (bool, np.bool_)) and bool(np.isfinite(value))
+          and float(value).is_integer())
+
+
 def positive(value, name: str) -> float:
   """A finite number > 0."""
   x = float(value)

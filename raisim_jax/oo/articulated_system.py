@@ -1023,8 +1023,7 @@ class ArticulatedSystem(Object):
 
   def _vis_pose(self, index, collision, name):
     entries = visual_objects.geometries(self._entry.description, collision)
-    if isinstance(index, (bool, np.bool_)) or int(index) != index \
-        or not 0 <= int(index) < len(entries):
+    if not validation.whole_number(index) or not 0 <= index < len(entries):
       raise ValueError(f"argument '{name}' must be an index < {len(entries)}, got {index}")
     body, geometry = entries[int(index)]
     rot, pos = self.getBodyPose(body)
@@ -1049,8 +1048,7 @@ class ArticulatedSystem(Object):
 
   def _collision_geometry(self, id_):
     geometries = articulated_collision.collision_geometries(self._entry.description)
-    if (isinstance(id_, (bool, np.bool_)) or not isinstance(id_, (int, np.integer, float))
-        or not 0 <= int(id_) < len(geometries) or int(id_) != id_):
+    if not validation.whole_number(id_) or not 0 <= id_ < len(geometries):
       hint = (f" (a name: getCollisionBody({id_!r}) finds the body; getCollisionBodies() "
               f"lists them in index order)" if isinstance(id_, str) else "")
       raise ValueError(f"argument 'id' must be a collision body index < {len(geometries)}, "
@@ -1106,7 +1104,7 @@ class ArticulatedSystem(Object):
     """Keeps at most `count` (>= 1) contacts, the deepest, between two collision bodies of
     this system (self-collision); applies from the next step without recompiling (up to the
     pair's manifold size)."""
-    if isinstance(count, (bool, np.bool_)) or int(count) != count or count < 1:
+    if not validation.whole_number(count) or count < 1:
       raise ValueError(f"argument 'count' must be an integer >= 1, got {count}")
     self._entry.allowed_internal_contacts = int(count)
     self._world._collision_geometry_changed()

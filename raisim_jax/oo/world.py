@@ -972,10 +972,7 @@ class World:
     """maxIter and threshold of the contact solver (the alphas are ignored, as in RaiSim).
     Both are Model leaves: no recompile while maxIter <= the compiled iteration capacity
     (150, 300, 600, ...)."""
-    whole = (isinstance(maxIter, (int, np.integer, float, np.floating))
-             and not isinstance(maxIter, (bool, np.bool_)) and np.isfinite(maxIter)
-             and float(maxIter).is_integer())
-    if not whole or maxIter < 1:
+    if not validation.whole_number(maxIter) or maxIter < 1:
       raise ValueError(f"argument 'maxIter' must be an integer >= 1 (RaiSim's size_t), "
                        f"got {maxIter!r}")
     max_iterations = int(maxIter)
