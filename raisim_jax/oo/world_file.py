@@ -4,6 +4,7 @@ file, line and element it came from); and the reverse, `export`, which writes a 
 file that builds the same Model and State (floats written with repr: exact in float64)."""
 
 import os
+import warnings
 
 import numpy as np
 from lxml import etree
@@ -270,7 +271,9 @@ def _refuse_edits_of_the_urdf(entry, name):
   bodies matched by link name, and actuation limits set with setActuationLimits."""
   _refuse(entry.actuation_lower is not None or entry.actuation_upper is not None,
           f"setActuationLimits on '{name}'")
-  loaded = urdf.load_urdf(entry.urdf_text or entry.source, res_path=entry.res_path)
+  with warnings.catch_warnings():   # the file's warnings were given when it was added
+    warnings.simplefilter("ignore")
+    loaded = urdf.load_urdf(entry.urdf_text or entry.source, res_path=entry.res_path)
   loaded_bodies = {body.name: body for body in loaded.bodies}
   for body in entry.description.bodies:
     original = loaded_bodies.get(body.name)
