@@ -269,6 +269,25 @@ def test_spd_inverse_matches_numpy_and_is_symmetric(n):
   np.testing.assert_array_equal(inverse, np.swapaxes(inverse, -1, -2))
 
 
+@pytest.mark.parametrize("m, k, n", [(3, 3, 3), (3, 3, 18), (3, 18, 3), (1, 1, 1)])
+def test_unrolled_products_match_numpy(m, k, n):
+  rng = np.random.default_rng(m * 100 + k * 10 + n)
+  a, b, v = rng.normal(size=(5, m, k)), rng.normal(size=(5, k, n)), rng.normal(size=(5, k))
+  np.testing.assert_allclose(np.asarray(dense.unrolled_matmul(jnp.asarray(a), jnp.asarray(b))),
+                             a @ b, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(np.asarray(dense.unrolled_matvec(jnp.asarray(a), jnp.asarray(v))),
+                             np.einsum("bmk,bk->bm", a, v), rtol=1e-12, atol=1e-12)
+
+
+def test_unrolled_matmul_stays_out_of_xla_dots():
+  """The reason the helper exists: XLA:CPU would hand a dot of small matrices to its library
+  kernel, one tiny matrix at a time (dense.unrolled_matmul); the unrolled form compiles to
+  elementwise fusions only."""
+  a, b = jnp.ones((1024, 3, 3), jnp.float32), jnp.ones((1024, 3, 18), jnp.float32)
+  text = jax.jit(dense.unrolled_matmul).lower(a, b).compile().as_text()
+  assert not re.search(r"\bdot\(|ynn|custom-call", text), text
+
+
 def test_stepping_a_float64_world_outside_64_bit_mode_names_the_fix():
   """A float64 (model, state) stepped after leaving x64 mode raised a scan carry dtype
   mismatch deep inside rollout; it now says what to do."""

@@ -145,6 +145,14 @@ def solve_mass(inverse, rhs):
   return inverse @ rhs
 
 
+def solve_mass_rows(inverse, rows):
+  """(nv, k) M_eff^-1 rows^T for rows (k, nv) (a Jacobian), from ArticulatedStepTerms.
+  mass_inverse, computed as (rows M_eff^-1)^T: M_eff^-1 is exactly symmetric
+  (dense.spd_inverse), and XLA:CPU copies a batch of small rows^T into a transposed layout
+  before the dot (a third of the standing quadruped's articulated contact rows)."""
+  return (rows @ inverse).T
+
+
 def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, gv_next, dt):
   """(nv,) feed-forward + PD force the implicit step applied (getGeneralizedForce): the PD at
   the end-of-step velocity and predicted position, the bound on clamped dofs."""

@@ -202,16 +202,16 @@ def _contact_rows_articulated(model: Model, contacts: Contacts, terms):
                                       position)
         return jnp.where(on, jac, 0.0)
 
-      jac = frame @ (side(system_a, local_a) - side(system_b, local_b))     # (3, nv_s)
+      jac = dense.unrolled_matmul(frame, side(system_a, local_a) - side(system_b, local_b))
       if not system_model.num_gv:
         return jac, jnp.zeros((0, 3), jac.dtype)
-      return jac, articulated_integrate.solve_mass(term.mass_inverse, jac.T)
+      return jac, articulated_integrate.solve_mass_rows(term.mass_inverse, jac)
 
     blocks = system_groups.map_systems(system_block, model.articulated, kinematics, terms,
                                        indices)
     jac = jnp.concatenate([jac for jac, _ in blocks], axis=-1)
     inverse_jt = jnp.concatenate([w for _, w in blocks], axis=0)
-    return jac, inverse_jt, jac @ inverse_jt
+    return jac, inverse_jt, dense.unrolled_matmul(jac, inverse_jt)
 
   touching = (system_a >= 0) | (system_b >= 0)
   touches = jnp.stack([(system_a == s) | (system_b == s) for s in range(len(terms))], axis=-1)

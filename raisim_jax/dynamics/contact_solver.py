@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from raisim_jax import batched_cond
-from raisim_jax.math import rotation
+from raisim_jax.math import dense, rotation
 from raisim_jax.math.matmul_precision import full_precision
 
 # Fixed cost of the slide case: number of angle cells scanned for a sign change, then bisection
@@ -113,7 +113,7 @@ def _solve_single_primal(G, c_prime, mu, target):
   dtype = c_prime.dtype
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], dtype)
   G_inv = rotation.inverse3(G)
-  lam_stick = -jnp.sum(G_inv * b[None, :], axis=1)
+  lam_stick = -dense.unrolled_matvec(G_inv, b)
   tangential_stick_sq = lam_stick[0] ** 2 + lam_stick[1] ** 2
   is_open = b[2] >= 0
   is_stick = (~is_open) & (lam_stick[2] >= 0) & (tangential_stick_sq <= (mu * lam_stick[2]) ** 2)
@@ -198,7 +198,7 @@ def _slide_equations(x, G, c_prime, mu, target):
   b = c_prime - target * jnp.array([0.0, 0.0, 1.0], c_prime.dtype)
   cs, sn = jnp.cos(theta), jnp.sin(theta)
   lam = rho * jnp.stack([mu * cs, mu * sn, jnp.ones_like(cs)])
-  v = G @ lam + b
+  v = dense.unrolled_matvec(G, lam) + b
   return jnp.stack([v[2], -sn * v[0] + cs * v[1]]), lam
 
 

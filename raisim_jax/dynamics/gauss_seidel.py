@@ -37,6 +37,7 @@ import numpy as np
 
 from raisim_jax import batched_cond
 from raisim_jax.dynamics import contact_solver, island_block
+from raisim_jax.math import dense
 
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
@@ -87,9 +88,9 @@ def row_velocity(layout, problem, velocity, i):
     r_a, r_b = problem["r_a"][i], problem["r_b"][i]
     world = (problem["weight_a"][i] * (linear[a] + jnp.cross(angular[a], r_a))
              - problem["weight_b"][i] * (linear[b] + jnp.cross(angular[b], r_b)))
-    v = v + problem["frame"][i] @ world
+    v = v + dense.unrolled_matvec(problem["frame"][i], world)
   if layout.has_systems:
-    v = v + problem["jac"][i] @ generalized
+    v = v + dense.unrolled_matvec(problem["jac"][i], generalized)
   return v
 
 
@@ -161,15 +162,16 @@ def _apply(layout, problem, velocity, i, delta):
   the sweeps several times slower (a batched robot gradient test 58 -> 257 s)."""
   linear, angular, generalized = velocity
   if layout.has_singles:
-    world_impulse = problem["frame"][i].T @ delta
+    world_impulse = dense.unrolled_matvec(problem["frame"][i].T, delta)
     inv_mass, inv_inertia = problem["inv_mass"], problem["inv_inertia"]
     for side, sign in (("a", 1.0), ("b", -1.0)):
       body, weight = problem["index_" + side][i], sign * problem["weight_" + side][i]
       linear = linear.at[body].add(weight * inv_mass[body] * world_impulse)
       angular = angular.at[body].add(
-          weight * (inv_inertia[body] @ jnp.cross(problem["r_" + side][i], world_impulse)))
+          weight * dense.unrolled_matvec(inv_inertia[body],
+                                         jnp.cross(problem["r_" + side][i], world_impulse)))
   if layout.has_systems:
-    generalized = generalized + problem["inverse_jt"][i] @ delta
+    generalized = generalized + dense.unrolled_matvec(problem["inverse_jt"][i], delta)
   return linear, angular, generalized
 
 
@@ -207,7 +209,8 @@ def _visit(layout, problem, carry, i):
   above rounding)."""
   velocity, impulses, change = carry
   block = problem["delassus"][i]
-  c_prime = row_velocity(layout, problem, velocity, i) - block @ impulses[i]
+  c_prime = (row_velocity(layout, problem, velocity, i)
+             - dense.unrolled_matvec(block, impulses[i]))
   new = _local_solve(layout, problem, i, c_prime)
   delta = new - impulses[i]
   velocity = _apply(layout, problem, velocity, i, delta)
@@ -223,7 +226,7 @@ def _progress(problem, block, delta, velocity_magnitude):
   sweep repeat it, a constant drift that ran to the sweep cap (float32 hopper: ~1e-6 N s per
   sweep on its foot, followed by its ankle's limit row)."""
   rounding = problem["rounding"] * velocity_magnitude
-  progress = jnp.max(jnp.abs(block @ delta)) > rounding
+  progress = jnp.max(jnp.abs(dense.unrolled_matvec(block, delta))) > rounding
   return jnp.where(progress, jnp.max(jnp.abs(delta)), 0.0)
 
 
