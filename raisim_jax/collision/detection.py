@@ -17,6 +17,7 @@ import numpy as np
 from raisim_jax import batched_cond, contact_heads
 from raisim_jax.collision import broadphase, collision_bodies, narrowphase, shapes
 from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.math import dense
 from raisim_jax.types import BodyType, BroadphaseType, Contacts, Model, State
 from raisim_jax.host_arrays import device_array
 
@@ -35,9 +36,9 @@ def shape_world_poses(model: Model, state: State):
   body = shape_model.body
   body_positions, body_rotations = collision_bodies.collision_body_poses(model, state)
   body_rotation = body_rotations[body]
-  positions = body_positions[body] + jnp.einsum(
-      "nij,nj->ni", body_rotation, shape_model.position_body)
-  rotations = body_rotation @ shape_model.rotation_body
+  positions = body_positions[body] + dense.unrolled_matvec(body_rotation,
+                                                           shape_model.position_body)
+  rotations = dense.unrolled_matmul(body_rotation, shape_model.rotation_body)
   halfspace = np.asarray(shape_model.shape_type) == ShapeType.HALFSPACE
   sizes = shape_model.size.at[:, 0].set(
       jnp.where(jnp.asarray(halfspace), positions[:, 2], shape_model.size[:, 0]))
