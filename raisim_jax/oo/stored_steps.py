@@ -230,6 +230,10 @@ class StoredStep:
         jax.__version__, jaxlib.__version__, device.client.platform,
         device.client.platform_version, device.device_kind, device.id,
         os.environ.get("XLA_FLAGS", ""), sorted(compiler_options().items()),
+        # Settings that change the compiled program: an executable compiled unoptimized (the
+        # test suite compiles so) and loaded by a later run stepped 2x slower.
+        jax.config.read("jax_disable_most_optimizations"),
+        str(jax.config.jax_default_matmul_precision),
         str(treedef), [(shape, str(dtype)) for shape, dtype in avals], x64)).encode())
     return digest.hexdigest()[:32]
 
