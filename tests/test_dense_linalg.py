@@ -15,7 +15,7 @@ import pytest
 
 import raisim_jax as rj
 from raisim_jax.dynamics import contact_dynamics
-from raisim_jax.math import dense
+from raisim_jax.math import dense, rotation
 
 RSC = os.path.join(os.path.dirname(__file__), "..", "rsc", "urdf")
 
@@ -285,6 +285,20 @@ def test_unrolled_matmul_stays_out_of_xla_dots():
   elementwise fusions only."""
   a, b = jnp.ones((1024, 3, 3), jnp.float32), jnp.ones((1024, 3, 18), jnp.float32)
   text = jax.jit(dense.unrolled_matmul).lower(a, b).compile().as_text()
+  assert not re.search(r"\bdot\(|ynn|custom-call", text), text
+
+
+def test_rotate_inertia_matches_numpy_and_stays_out_of_xla_dots():
+  """R I R^T, the one world-frame inertia of single bodies and articulated links alike."""
+  rng = np.random.default_rng(7)
+  rot = np.linalg.qr(rng.normal(size=(6, 3, 3)))[0]
+  inertia = rng.normal(size=(6, 3, 3))
+  inertia = inertia @ np.swapaxes(inertia, -1, -2)
+  np.testing.assert_allclose(
+      np.asarray(rotation.rotate_inertia(jnp.asarray(rot), jnp.asarray(inertia))),
+      rot @ inertia @ np.swapaxes(rot, -1, -2), rtol=1e-12, atol=1e-12)
+  ones = jnp.ones((1024, 3, 3), jnp.float32)
+  text = jax.jit(rotation.rotate_inertia).lower(ones, ones).compile().as_text()
   assert not re.search(r"\bdot\(|ynn|custom-call", text), text
 
 

@@ -18,7 +18,7 @@ from raisim_jax.dynamics import tree as tree_lib
 from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC,
                                       JOINT_REVOLUTE, JOINT_SPHERICAL, ArticulatedModel)
 from raisim_jax.math import dense, quaternion, safe, spatial
-from raisim_jax.math.rotation import skew
+from raisim_jax.math.rotation import rotate_inertia, skew
 from raisim_jax.struct import dataclass
 
 
@@ -168,8 +168,7 @@ def forward_kinematics(model: ArticulatedModel, gc, gv=None) -> Kinematics:
     parent_vel = parent_vel.at[0, :3].set(gv[o:o + 3])
   s_dot = spatial.motion_cross(parent_vel[dof_body], s) if model.num_gv else s
   com = pos + dense.unrolled_matvec(rot, model.com)
-  inertia_w = dense.unrolled_matmul(dense.unrolled_matmul(rot, model.inertia),
-                                    jnp.swapaxes(rot, -1, -2))
+  inertia_w = rotate_inertia(rot, model.inertia)
   return Kinematics(
       body_pos=pos, body_rot=rot, joint_frame_rot=jrot, motion_subspace=s,
       motion_subspace_dot=s_dot, body_velocity=vel,
