@@ -156,13 +156,22 @@ def link_collision_shapes(entry, warn=True, stacklevel=3):
         continue
       shapes.append((body_index, CollisionShape(
           object_type=object_type, size=size, position=np.asarray(geometry.pos, float),
-          rotation=np.asarray(geometry.rot, float), material=geometry.material or "default")))
+          rotation=np.asarray(geometry.rot, float), material=geometry.material or "default",
+          collision_group=geometry.collision_group, collision_mask=geometry.collision_mask)))
   if skipped and warn:
     warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
                   f"meshes and ellipsoids are not supported yet; these collision bodies do not "
                   f"collide: "
                   f"{', '.join(skipped)}", stacklevel=stacklevel)
   return shapes
+
+
+def _collision_filter(shape, owner):
+  """(group, mask) of a CollisionShape: its own bits where set, else its owner's (a
+  SingleBodyDescription or an ArticulatedEntry)."""
+  group = owner.collision_group if shape.collision_group is None else shape.collision_group
+  mask = owner.collision_mask if shape.collision_mask is None else shape.collision_mask
+  return group, mask
 
 
 def _geometry_shape(geometry):
@@ -281,7 +290,7 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       relative = dataclasses.replace(shape, position=np.asarray(shape.position, float)
                                      - np.asarray(body.com, float))
       by_type.setdefault(int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), []).append(
-          (body_index, relative, body.collision_group, body.collision_mask, -1))
+          (body_index, relative) + _collision_filter(shape, body) + (-1,))
   block_rows = dict(capacity.shapes)
   rows = []   # (body, shape type, CollisionShape, group, mask, fixed body or -1)
   for code in sorted(set(by_type) | {c for c, n in block_rows.items() if n > 0}):
@@ -299,8 +308,8 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       internal_limit[offset + b] = (s, int(entry.allowed_internal_contacts))
     body_offsets.append(offset)
     for body_index, shape in link_collision_shapes(entry, warn):
-      rows.append((offset + body_index, int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), shape,
-                   entry.collision_group, entry.collision_mask, offset + body_index))
+      rows.append((offset + body_index, int(SHAPE_TYPE_OF_OBJECT[shape.object_type]), shape)
+                  + _collision_filter(shape, entry) + (offset + body_index,))
     offset += entry.description.num_bodies
   num_shapes = len(rows)
   shape_body = [r[0] for r in rows]

@@ -2,6 +2,7 @@
 `compile` turns into (Model, State). Plain dataclasses with numpy arrays; no JAX here."""
 
 import dataclasses
+from typing import Optional
 
 import numpy as np
 
@@ -23,12 +24,16 @@ class CollisionShape:
       COM's position in it; an articulated link's frame: the joint frame).
     rotation: (3, 3) shape frame -> body frame.
     material: contact material name.
+    collision_group, collision_mask: this shape's own collision bits
+      (setObjectCollisionFilter with a localIdx); None: its object's.
   """
   object_type: ObjectType
   size: np.ndarray
   position: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
   rotation: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(3))
   material: str = "default"
+  collision_group: Optional[int] = None
+  collision_mask: Optional[int] = None
 
 
 @dataclasses.dataclass

@@ -77,6 +77,16 @@ def whole_number(value) -> bool:
           and float(value).is_integer())
 
 
+def index(value, count: int, name: str, items: str) -> int:
+  """`value` as an index into `count` things (`items` names them in the error): an int or a
+  NumPy integer in [0, count). Floats are refused, not truncated (1.7 is not index 1)."""
+  if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    raise ValueError(f"argument '{name}' must be an index (int), got {value!r}")
+  if not 0 <= value < count:
+    raise ValueError(f"argument '{name}' = {value} is out of range: there are {count} {items}")
+  return int(value)
+
+
 def positive(value, name: str) -> float:
   """A finite number > 0."""
   x = float(value)

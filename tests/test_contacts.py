@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
+from tests import world_steps
 from raisim_jax import contact_heads
 from raisim_jax.collision import detection
 from raisim_jax.description import BroadphaseSettings
@@ -161,6 +162,92 @@ def test_collision_group_and_mask_table_of_the_spec():
   touching = {tuple(sorted(c.getCollisionBodyA()[0:1] + c.getCollisionBodyB()[0:1]))
               for c in world.getContactProblem()}
   assert touching == {(0, 1), (1, 2), (1, 3)}
+
+
+LEGGED_SLAB = """<?xml version="1.0"?>
+<robot name="legged_slab">
+  <link name="slab">
+    <inertial><mass value="2.0"/>
+      <inertia ixx="0.03" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.05"/></inertial>
+    <collision><geometry><box size="0.4 0.4 0.1"/></geometry></collision>
+  </link>
+  <joint name="hinge" type="revolute"><parent link="slab"/><child link="foot"/>
+    <origin xyz="1 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="0" velocity="0"/></joint>
+  <link name="foot">
+    <inertial><mass value="0.5"/>
+      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
+    <collision><geometry><sphere radius="0.05"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def _touching_ground(world, obj, body_of):
+  world.integrate1()
+  return sorted({body_of(c) for c in obj.getContacts() if not c.skip()})
+
+
+def test_collision_filter_of_one_local_body_of_a_compound_and_a_system():
+  """setObjectCollisionFilter(obj, group, mask, localIdx) filters only that local body's
+  shapes (RaiSim: "for all collision bodies on an object, or for a specific local body"):
+  a mask without group 63 takes that body off the ground; localIdx -1 sets the whole object
+  again. No recompile."""
+  world = rj.World()
+  world.addGround()
+  children = [rj.CompoundObjectChild(rj.ObjectType.SPHERE, [0.1, 0, 0, 0],
+                                     trans=rj.Transformation(pos=[x, 0, 0]))
+              for x in (-0.5, 0.5)]
+  dumbbell = world.addCompound(children, 1.0, [0, 0, 0], np.diag([0.01, 0.1, 0.1]))
+  dumbbell.setPosition(0, 0, 0.095)
+  robot = world.addArticulatedSystem(LEGGED_SLAB)
+  robot.setGeneralizedCoordinate([0, 3, 0.045, 1, 0, 0, 0, 0])
+  child_x = lambda c: int(np.sign(c.getPosition()[0]) > 0)
+  body = lambda c: c.getlocalBodyIndex()
+  assert _touching_ground(world, dumbbell, child_x) == [0, 1]
+  assert _touching_ground(world, robot, body) == [0, 1]
+  compiled = world_steps.compiled()
+  no_ground = rj.COLLISION(0) | rj.COLLISION(1)
+  assert world.setObjectCollisionFilter(dumbbell, rj.COLLISION(1), no_ground, 1)
+  assert world.setObjectCollisionFilter(robot, rj.COLLISION(1), no_ground, 0)
+  assert _touching_ground(world, dumbbell, child_x) == [0]
+  assert _touching_ground(world, robot, body) == [1]
+  world.setObjectCollisionFilter(dumbbell, rj.COLLISION(1), -1)
+  world.setObjectCollisionFilter(robot, rj.COLLISION(1), -1, -1)
+  assert _touching_ground(world, dumbbell, child_x) == [0, 1]
+  assert _touching_ground(world, robot, body) == [0, 1]
+  world.setObjectCollisionFilter(robot, rj.COLLISION(1), no_ground)
+  assert _touching_ground(world, robot, body) == []
+  assert world_steps.compiled() == compiled
+  for bad, match in ((2, "localIdx' = 2 is out of range: there are 2 collision shapes"),
+                     (1.0, "localIdx' must be an index")):
+    with pytest.raises(ValueError, match=match):
+      world.setObjectCollisionFilter(dumbbell, 1, -1, bad)
+  with pytest.raises(ValueError, match="localIdx' = 2 is out of range: there are 2 bodies"):
+    world.setObjectMaterial(robot, "default", 2)
+  with pytest.raises(ValueError, match="collisionMask' must be an integer"):
+    world.setObjectCollisionFilter(robot, 1, 2.5)
+
+
+def test_single_body_local_indices_are_checked():
+  """A single body has one local body, 0: other indices, floats and bools are refused, not
+  ignored or truncated (getContactPointVel's pointId likewise)."""
+  world = rj.World()
+  world.addGround()
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(0, 0, 0.099)
+  world.integrate1()
+  assert ball.getMass(0) == 1.0
+  for call in (lambda: ball.getMass(1), lambda: ball.getBodyType(True),
+               lambda: ball.setExternalForce(1, [0, 0, 1]),
+               lambda: ball.setExternalTorque(0.0, [0, 0, 1]),
+               lambda: ball.getPosition(2, [0, 0, 0]), lambda: ball.getOrientation(-1)):
+    with pytest.raises(ValueError, match="localIdx"):
+      call()
+  assert len(ball.getContacts()) == 1
+  with pytest.raises(ValueError, match="'pointId' must be an index"):
+    ball.getContactPointVel(0.7)
+  with pytest.raises(ValueError, match="'pointId' = 1 is out of range: there are 1 contacts"):
+    ball.getContactPointVel(1)
 
 
 def test_static_objects_are_in_group_63_and_collide_with_everything():

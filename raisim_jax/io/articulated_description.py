@@ -70,6 +70,8 @@ class Geometry:
   scale: np.ndarray = dataclasses.field(default_factory=lambda: np.ones(3))
   color: Optional[np.ndarray] = None  # (4,) RGBA of a visual, None where the file gives none
   material: str = ""          # contact material name (<material><contact name=.../>) if any
+  collision_group: Optional[int] = None  # own collision bits (setObjectCollisionFilter with
+  collision_mask: Optional[int] = None   # a localIdx); None: the system's
   name: str = ""              # RaiSim collision body name "LINK/INDEX"
   link: str = ""              # link the shape was declared in
   sourceline: Optional[int] = None  # line of its URDF element, for error messages

@@ -192,13 +192,8 @@ class ArticulatedSystem(Object):
 
   # ---- index validation --------------------------------------------------------------------
   def _body(self, bodyIdx, name="bodyIdx") -> int:
-    nb = self._entry.description.num_bodies
-    if isinstance(bodyIdx, (bool, np.bool_)) or not isinstance(bodyIdx, (int, np.integer)):
-      raise ValueError(f"argument '{name}' must be a body index (int), got {bodyIdx!r}")
-    if not 0 <= int(bodyIdx) < nb:
-      raise ValueError(f"argument '{name}' = {bodyIdx} is out of range: the system has "
-                       f"{nb} bodies")
-    return int(bodyIdx)
+    return validation.index(bodyIdx, self._entry.description.num_bodies, name,
+                            "bodies in the system")
 
   def _frame(self, frame, name="frameId"):
     """A frame index from an index or a name (KeyError for an unknown name), or a
@@ -207,13 +202,10 @@ class ArticulatedSystem(Object):
       return frame
     if isinstance(frame, str):
       return self.getFrameIdxByName(frame)
-    nf = len(self._entry.description.frames)
     if isinstance(frame, (bool, np.bool_)) or not isinstance(frame, (int, np.integer)):
       raise ValueError(f"argument '{name}' must be a frame index or name, got {frame!r}")
-    if not 0 <= int(frame) < nf:
-      raise ValueError(f"argument '{name}' = {frame} is out of range: the system has "
-                       f"{nf} frames")
-    return int(frame)
+    return validation.index(frame, len(self._entry.description.frames), name,
+                            "frames in the system")
 
   def _frame_offset(self, frame):
     """(body, pos_B (3,), rot_B (3, 3)) of a frame index or CoordinateFrame."""
@@ -1080,9 +1072,7 @@ class ArticulatedSystem(Object):
     """World velocity of this system's material point at contact `pointId` (an index into
     getContacts(); the point moves with the contact's body, getlocalBodyIndex())."""
     contacts = self.getContacts()
-    if isinstance(pointId, (bool, np.bool_)) or not 0 <= int(pointId) < len(contacts):
-      raise ValueError(f"argument 'pointId' must be < {len(contacts)}, got {pointId}")
-    contact = contacts[int(pointId)]
+    contact = contacts[validation.index(pointId, len(contacts), "pointId", "contacts")]
     return self._point_velocity(contact.getlocalBodyIndex(), contact.getPosition())
 
   # ---- self-collision ---------------------------------------------------------------------

@@ -83,6 +83,8 @@ class SingleBodyObject(Object):
   def getPosition(self, *args):
     """getPosition() -> COM position; getPosition(localIdx) likewise;
     getPosition(localIdx, pos_b) -> world position of a body-frame point."""
+    if args:
+      _local_body(args[0])
     if len(args) == 2:
       point = validation.vector(args[1], 3, "pos_b")
       return self.getComPosition() + self.getRotationMatrix() @ point
@@ -104,6 +106,10 @@ class SingleBodyObject(Object):
 
   def getOrientation(self, *args):
     """getOrientation() or getOrientation(localIdx): the rotation matrix body -> world."""
+    if len(args) > 1:
+      raise TypeError("getOrientation takes () or (localIdx)")
+    if args:
+      _local_body(args[0])
     return self.getRotationMatrix()
 
   def setPosition(self, *args):
@@ -147,6 +153,7 @@ class SingleBodyObject(Object):
 
   # ---- inertia --------------------------------------------------------------------------
   def getMass(self, localIdx: int = 0) -> float:
+    _local_body(localIdx)
     return float(self._body_model("mass"))
 
   def setMass(self, mass):
@@ -206,6 +213,7 @@ class SingleBodyObject(Object):
   def setExternalForce(self, localIdx, *args):
     """setExternalForce(localIdx, force) at the COM, or (localIdx, pos, force) at a world
     point; world frame; applied during the next integrate, then cleared."""
+    _local_body(localIdx)
     if len(args) == 1:
       force = validation.vector(args[0], 3, "force")
       torque = np.zeros(3)
@@ -218,6 +226,7 @@ class SingleBodyObject(Object):
     self._world._add_external_load(self, force, torque)
 
   def setExternalTorque(self, localIdx, torque):
+    _local_body(localIdx)
     torque = validation.vector(torque, 3, "torque")
     self._world._add_external_load(self, np.zeros(3), torque)
 
@@ -235,9 +244,8 @@ class SingleBodyObject(Object):
     """World velocity of this body's material point at contact `pointId` (an index into
     getContacts())."""
     contacts = self.getContacts()
-    if not 0 <= int(pointId) < len(contacts):
-      raise ValueError(f"argument 'pointId' must be < {len(contacts)}, got {pointId}")
-    r = contacts[int(pointId)].getPosition() - self.getComPosition()
+    contact = contacts[validation.index(pointId, len(contacts), "pointId", "contacts")]
+    r = contact.getPosition() - self.getComPosition()
     return self.getLinearVelocity() + np.cross(self.getAngularVelocity(), r)
 
   # ---- damping, body type, collision filter, appearance ---------------------------------
@@ -267,6 +275,7 @@ class SingleBodyObject(Object):
       self._set_body_state(linear_velocity=np.zeros(3), angular_velocity=np.zeros(3))
 
   def getBodyType(self, localIdx: int = 0) -> BodyType:
+    _local_body(localIdx)
     return BodyType(int(self._body_model("body_type")))
 
   def getCollisionGroup(self) -> int:
@@ -280,6 +289,11 @@ class SingleBodyObject(Object):
 
   def getAppearance(self) -> str:
     return self._description.appearance
+
+
+def _local_body(localIdx) -> int:
+  """RaiSim's localIdx of a single-body object: its one body, 0 (a compound is one body too)."""
+  return validation.index(localIdx, 1, "localIdx", "bodies in a single-body object (use 0)")
 
 
 def _orientation_argument(args):

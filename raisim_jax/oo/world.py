@@ -18,6 +18,7 @@ from raisim_jax import validation
 from raisim_jax.oo import compilation_cache, objects, precision, stored_steps, world_file
 from raisim_jax.oo.stored_steps import StoredStep
 from raisim_jax.oo.precision import in_world_precision
+from raisim_jax.oo.articulated_collision import SHAPE_PARAMETERS, collision_geometries
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
@@ -115,12 +116,20 @@ def _material_properties(friction, restitution, threshold, static_friction, stat
 
 def _collision_bits(value, name):
   """A 64-bit group/mask; -1 (RaiSim's CollisionGroup(-1)) means all groups."""
+  if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    raise ValueError(f"argument '{name}' must be an integer of collision bits, got {value!r}")
   value = int(value)
   if value < 0:
     value &= ALL_GROUPS
   if value > ALL_GROUPS:
     raise ValueError(f"argument '{name}' must fit in 64 bits, got {value}")
   return value
+
+
+def _every_local_body(localIdx) -> bool:
+  """RaiSim's localIdx = size_t(-1) (any negative int here): every local body."""
+  return (isinstance(localIdx, (int, np.integer)) and not isinstance(localIdx, (bool, np.bool_))
+          and localIdx < 0)
 
 
 _VIEW_CLASS = {
@@ -911,33 +920,52 @@ class World:
                                                          self._description.default_material))
 
   def setObjectMaterial(self, obj, material, localIdx=-1):
-    """Sets the contact material of an object's collision shapes: all of them, or those of
-    local body `localIdx` (a single body's shape index; an articulated system's body index,
-    all of that body's collision bodies)."""
-    if isinstance(obj, ArticulatedSystem):
-      bodies = obj.getCollisionBodies()
-      if int(localIdx) >= 0:
-        obj._body(localIdx, "localIdx")
-        bodies = [b for b in bodies if b.localIdx == int(localIdx)]
-      for body in bodies:
-        body.setMaterial(material)
-      return True
-    shapes = obj._description.shapes
-    chosen = range(len(shapes)) if int(localIdx) < 0 else [int(localIdx)]
-    for k in chosen:
-      if not 0 <= k < len(shapes):
-        raise ValueError(f"argument 'localIdx' must be < {len(shapes)}, got {localIdx}")
-      shapes[k].material = str(material)
+    """Sets the contact material of an object's collision shapes: all of them (localIdx -1),
+    or those of local body `localIdx` (see _local_shapes)."""
+    if not isinstance(material, str) or not material:
+      raise ValueError(f"argument 'material' must be a non-empty material name, got {material!r}")
+    for shape in self._local_shapes(obj, localIdx):
+      shape.material = material
     self._collision_geometry_changed()
     return True
 
   def setObjectCollisionFilter(self, obj, collisionGroup, collisionMask, localIdx=-1):
-    """Sets an object's collision group and mask (between steps; no recompile)."""
-    description = obj._description
-    description.collision_group = _collision_bits(collisionGroup, "collisionGroup")
-    description.collision_mask = _collision_bits(collisionMask, "collisionMask")
+    """Sets the collision group and mask of an object's collision shapes (between steps; no
+    recompile): the object's own bits (localIdx -1; every shape's own bits are dropped), or
+    the bits of local body `localIdx`'s shapes only (see _local_shapes)."""
+    group = _collision_bits(collisionGroup, "collisionGroup")
+    mask = _collision_bits(collisionMask, "collisionMask")
+    if _every_local_body(localIdx):
+      owner = obj._entry if isinstance(obj, ArticulatedSystem) else obj._description
+      owner.collision_group, owner.collision_mask = group, mask
+      group = mask = None
+    for shape in self._local_shapes(obj, localIdx):
+      shape.collision_group, shape.collision_mask = group, mask
     self._collision_geometry_changed()
     return True
+
+  @staticmethod
+  def _local_shapes(obj, localIdx):
+    """The collision shapes of `obj` that RaiSim's `localIdx` selects: every one for a
+    negative index (RaiSim's size_t(-1)); else a single body's shape `localIdx` (a compound's
+    child; 0 for the others) or an articulated system's collision bodies on body `localIdx`
+    (raw URDF geometries: meshes and ellipsoids included)."""
+    if isinstance(obj, ArticulatedSystem):
+      geometries = collision_geometries(obj._entry.description)
+      if _every_local_body(localIdx):
+        return [g for _, g in geometries]
+      body = obj._body(localIdx, "localIdx")
+      chosen = [g for b, g in geometries if b == body]
+      if not any(g.shape in SHAPE_PARAMETERS for g in chosen):
+        raise ValueError(f"argument 'localIdx' = {body}: body '{obj.getBodyNames()[body]}' "
+                         f"has no simulated collision body (meshes and ellipsoids are not "
+                         f"simulated yet), so this edit would change nothing")
+      return chosen
+    shapes = obj._description.shapes
+    if _every_local_body(localIdx):
+      return list(shapes)
+    return [shapes[validation.index(localIdx, len(shapes), "localIdx",
+                                    "collision shapes on the object")]]
 
   def _collision_geometry_changed(self):
     """Projects the descriptions' collision shapes (sizes, offsets, materials, filters) into
