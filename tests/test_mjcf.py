@@ -447,3 +447,107 @@ def test_bad_condim_or_iterations_name_the_line(tmp_path, attribute, message):
   with pytest.raises(ValueError, match=message) as error:
     rj.World(str(path))
   assert str(path) in str(error.value) and ", line " in str(error.value)
+
+
+STATIC_GEOMS_MODEL = """<mujoco>
+  <compiler angle="degree"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <geom name="ramp" type="box" size="0.5 0.3 0.05" pos="0 0 0.8" euler="0 20 10"/>
+    <geom name="post" type="capsule" fromto="2 0 0.4 2.2 0.1 1.2" size="0.05"/>
+    <geom name="drum" type="cylinder" size="0.2 0.1" pos="-2 0 0.8" quat="0.7071 0.7071 0 0"/>
+    <geom name="ball" type="sphere" size="0.15" pos="0 2 0.8"/>
+    <geom name="ghost" type="sphere" size="0.15" pos="0 -2 0.8" contype="0" conaffinity="0"/>
+    <body name="probe" pos="0 0 3"><freejoint/>
+      <geom type="sphere" size="0.1"/>
+    </body>
+  </worldbody></mujoco>"""
+
+
+def test_worldbody_geoms_are_static_shapes_that_collide_as_in_mujocos(tmp_path):
+  """The worldbody's geoms other than the plane: one fixed system "world" with a static body,
+  whose shapes touch a probe sphere as MuJoCo's do. 200 probe positions around each geom
+  (box rotated by Euler angles, capsule by fromto, cylinder by quat, sphere; a geom with
+  contype = conaffinity = 0 touches nothing): the deepest penetration with the static body
+  against MuJoCo's (dist < 0) with that geom, 1e-6 m (the cylinder: 1e-3 m, MuJoCo's
+  general convex collider), and the contact normal's direction."""
+  import jax
+  from raisim_jax.collision import detection
+  path = tmp_path / "static.xml"
+  path.write_text(STATIC_GEOMS_MODEL)
+  mj_model = mujoco.MjModel.from_xml_path(str(path))
+  data = mujoco.MjData(mj_model)
+  world = rj.World(str(path))
+  static = world.getObject("world")
+  assert static.getDOF() == 0 and static.getBodyType(0) == rj.BodyType.STATIC
+  model, state = world.compile()
+  detect = jax.jit(lambda gc: detection.detect_contacts(model, state.replace(articulated=(
+      state.articulated[0].replace(generalized_coordinate=gc), state.articulated[1]))))
+  static_body = model.collision.articulated_body_offset[1]
+  rng = np.random.default_rng(0)
+  tolerance = {"ramp": 1e-6, "post": 1e-6, "drum": 1e-3, "ball": 1e-6, "ghost": 0.0}
+  mujoco.mj_forward(mj_model, data)
+  # (half-length along the geom's z axis, reach around it) of the probe centres
+  for name, along, reach in (("ramp", 0.0, 0.6), ("post", 0.41, 0.16), ("drum", 0.1, 0.35),
+                             ("ball", 0.0, 0.3), ("ghost", 0.0, 0.3)):
+    g = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, name)
+    axis = data.geom_xmat[g].reshape(3, 3)[:, 2]
+    touching = 0
+    for _ in range(200):
+      qpos = mj_model.qpos0.copy()
+      qpos[:3] = (data.geom_xpos[g] + rng.uniform(-along, along) * axis
+                  + rng.uniform(-reach, reach, 3))
+      data.qpos[:] = qpos
+      mujoco.mj_forward(mj_model, data)
+      theirs = [(-c.dist, np.array(c.frame[:3])) for c in data.contact[:data.ncon]
+                if g in (c.geom1, c.geom2)]
+      contacts = jax.tree.map(np.asarray, detect(jax.numpy.asarray(qpos[:7])))
+      mine = (contacts.active & (contacts.depth > 0)
+              & ((contacts.body_a == static_body) | (contacts.body_b == static_body)))
+      if name == "ghost":
+        assert not theirs and not mine.any()
+        continue
+      assert bool(mine.any()) == bool(theirs), (name, qpos[:3], theirs, contacts.depth[mine])
+      if theirs:
+        touching += 1
+        depth, normal = max(theirs, key=lambda t: t[0])
+        k = np.flatnonzero(mine)[np.argmax(contacts.depth[mine])]
+        assert abs(contacts.depth[k] - depth) <= tolerance[name], (name, contacts.depth[k], depth)
+        alignment = abs(np.dot(contacts.normal[k], normal))
+        assert alignment > 1 - 1e-3, (name, contacts.normal[k], normal)
+    assert touching >= 20 or name == "ghost", (name, touching)
+
+
+def test_a_sphere_rests_on_a_static_worldbody_box_and_passes_through_a_ghost(tmp_path):
+  """A free sphere dropped on a flat worldbody box comes to rest on its top; one dropped on a
+  geom with contype = conaffinity = 0 falls through it to the floor."""
+  path = tmp_path / "rest.xml"
+  path.write_text("""<mujoco><option timestep="0.001"/><worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <geom type="box" size="0.3 0.3 0.25" pos="0 0 0.25" friction="0.5"/>
+    <geom type="box" size="0.3 0.3 0.25" pos="2 0 0.25" contype="0" conaffinity="0"/>
+    <body name="a" pos="0 0 0.8"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body name="b" pos="2 0 0.8"><freejoint/><geom type="sphere" size="0.1"/></body>
+  </worldbody></mujoco>""")
+  world = rj.World(str(path))
+  for _ in range(1000):
+    world.integrate()
+  on_box = world.getObject("a").getGeneralizedCoordinate()[:3]
+  through = world.getObject("b").getGeneralizedCoordinate()[:3]
+  np.testing.assert_allclose(on_box, [0, 0, 0.6], atol=1e-3)
+  np.testing.assert_allclose(through, [2, 0, 0.1], atol=1e-3)
+
+
+@pytest.mark.parametrize("where", ["worldbody", "body"])
+def test_a_box_with_two_sizes_names_its_line(tmp_path, where):
+  """(It used to fail unpacking the sizes, naming neither the file nor the geom.)"""
+  geom = '<geom type="box" size="0.3 0.3"/>'
+  if where == "body":
+    geom = f'<body name="b"><freejoint/>{geom}</body>'
+  path = tmp_path / "bad.xml"
+  path.write_text(f"""<mujoco><worldbody>
+    {geom}
+  </worldbody></mujoco>""")
+  with pytest.raises(ValueError, match="a box needs 3 positive size numbers") as error:
+    rj.World(str(path))
+  assert str(path) in str(error.value) and "line 2" in str(error.value)

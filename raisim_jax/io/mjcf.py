@@ -23,10 +23,12 @@ j1..jk (anchors p_i, axes in the body frame) is reached through a chain
 between the joints of one body; a body without joints is welded to its parent (fixed joint).
 A top-level body with a free joint is a floating-base system whose base frame is the body
 frame; one without is fixed to the world (root link "world"). Each top-level body is one
-system. Coordinates: a slide or hinge coordinate here is MuJoCo's qpos minus the joint's `ref`
-(the model pose is the zero configuration); an unnamed body is "body<MuJoCo body id>"; the
-free joint's velocity is (linear, angular)
-in the world frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf.py's
+system. The worldbody's horizontal plane is the ground; its other geoms are the collision and
+visual shapes of link "worldbody", welded to the world in one more fixed system, "world"
+(STATIC_SYSTEM), whose only body is static. Coordinates: a slide or hinge coordinate here is
+MuJoCo's qpos minus the joint's `ref` (the model pose is the zero configuration); an unnamed
+body is "body<MuJoCo body id>"; the free joint's velocity is (linear, angular) in the world
+frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf.py's
 `Mapping` converts states and is checked against MuJoCo's kinematics and mass matrix).
 
 Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
@@ -83,6 +85,9 @@ _FREE_JOINT_TERMS = ("damping", "armature", "stiffness", "frictionloss")
 # <option> attributes read: the rest are named in the load warning.
 _OPTION_READ = ("timestep", "gravity")
 _DEFAULT_DENSITY = 1000.0
+# The fixed articulated system holding the worldbody's geoms other than planes (named after
+# MuJoCo's world body, a name no MJCF body can take).
+STATIC_SYSTEM = "world"
 _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 
 
@@ -437,6 +442,10 @@ def _geom(reader, element, values):
     rot = reader.rotation(element, values)
   if kind == "plane":
     return None, False, 0.0, pos, np.zeros((3, 3))
+  needed = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}.get(kind, 0)
+  if size.shape[0] < needed or np.any(size[:needed] <= 0):
+    raise reader.error(element, f"a {kind} needs {needed} positive size numbers, got "
+                                f"'{values.get('size', '')}'")
   com = np.zeros(3)                        # in the geom frame
   if kind == "mesh":
     mesh = reader.mesh(element, values)
@@ -476,10 +485,6 @@ def _geom(reader, element, values):
     raise reader.error(element, f"geom type '{kind}' is not supported by raisim_jax's MJCF "
                                 f"reader (plane, sphere, capsule, cylinder, box, ellipsoid, "
                                 f"mesh)")
-  needed = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}.get(kind, 0)
-  if size.shape[0] < needed or np.any(size[:needed] <= 0):
-    raise reader.error(element, f"a {kind} needs {needed} positive size numbers, got "
-                                f"'{values.get('size', '')}'")
   if "mass" in values:
     mass = float(reader.numbers(element, values, "mass", 1)[0])
   else:
@@ -683,13 +688,15 @@ def load(path):
   if worldbody is None:
     raise reader.error(root, "no <worldbody>")
   ground, ground_material, systems = None, "default", []
+  static_link = LinkSpec(name="worldbody", sourceline=worldbody.sourceline)
   for child in worldbody:
     if not isinstance(child.tag, str):
       continue
     if child.tag == "geom":
       values = reader.attributes(child, None)
       if values.get("type", "sphere") != "plane":
-        raise reader.error(child, "only planes are supported as worldbody geoms")
+        _add_static_geom(reader, child, values, static_link)
+        continue
       normal = reader.rotation(child, values)[:, 2]
       if not np.allclose(normal, [0, 0, 1]):
         raise reader.error(child, "only a horizontal plane (the ground) is supported")
@@ -711,6 +718,13 @@ def load(path):
       continue
     else:
       reader.ignored.append(f"<worldbody><{child.tag}>")
+  if static_link.visuals:
+    weld = JointSpec(name="worldbody/weld", type=JOINT_FIXED, parent="world",
+                     child=static_link.name, sourceline=worldbody.sourceline)
+    world_link = LinkSpec(name="world", sourceline=worldbody.sourceline)
+    systems.append(MjcfSystem(name=STATIC_SYSTEM, links=[world_link, static_link],
+                              joints=[weld], floating=False, base_pos=np.zeros(3),
+                              base_quat=np.array([1.0, 0, 0, 0]), refs={}))
   actuators = []
   actuator = root.find("actuator")
   if actuator is not None:
@@ -736,6 +750,18 @@ def load(path):
                    actuators=actuators,
                    ignored=sorted(set(reader.ignored)), filter_parent=filter_parent,
                    solver_iterations=iterations)
+
+
+def _add_static_geom(reader, element, values, link):
+  """Adds a worldbody geom other than a plane to `link` ("worldbody", welded to the world in
+  the fixed system STATIC_SYSTEM): geoms welded to MuJoCo's world body are static, and collide
+  with every other body (MuJoCo's parent filter leaves the world body out)."""
+  geometry, collides, _, _, _ = _geom(reader, element, values)
+  geometry.link = link.name
+  geometry.name = geometry.name or f"{link.name}/{len(link.visuals)}"
+  if collides:
+    link.collisions.append(geometry)
+  link.visuals.append(geometry)
 
 
 def _sweeps(reader, option, text):
