@@ -551,3 +551,93 @@ def test_a_box_with_two_sizes_names_its_line(tmp_path, where):
   with pytest.raises(ValueError, match="a box needs 3 positive size numbers") as error:
     rj.World(str(path))
   assert str(path) in str(error.value) and "line 2" in str(error.value)
+
+
+FILTER_MODEL = """<mujoco><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1" {floor}/>
+  <geom name="wall" type="box" size="0.2 0.2 0.2" pos="0.5 0 0.2" {wall}/>
+  <body name="a" pos="0 0 0.09"><freejoint/><geom type="sphere" size="0.1" {a}/></body>
+  <body name="b" pos="0.15 0 0.09"><freejoint/><geom type="sphere" size="0.1" {b}/></body>
+  <body name="c" pos="0.32 0 0.09"><freejoint/><geom type="sphere" size="0.1" {c}/>
+    <body name="c2" pos="0 0 0.1"><joint type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.04" pos="0 0 0.01" {c2}/></body></body>
+  <body name="d" pos="-0.13 0 0.12"><freejoint/><geom type="box" size="0.05 0.05 0.05" {d}/></body>
+</worldbody></mujoco>"""
+FILTER_CLASSES = [(1, 1), (0, 1), (1, 0), (2, 2), (2, 1), (3, 0), (0, 2), (0, 0), (5, 4)]
+
+
+def _touching_pairs_in_mujoco(path):
+  model = mujoco.MjModel.from_xml_path(str(path))
+  data = mujoco.MjData(model)
+  mujoco.mj_forward(model, data)
+  name = lambda geom: {"floor": "floor", "wall": "world"}.get(
+      mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, geom),
+      mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.geom_bodyid[geom]))
+  return {frozenset((name(c.geom1), name(c.geom2))) for c in data.contact[:data.ncon]}
+
+
+def _touching_pairs_here(world):
+  """Pairs of MJCF body names in contact after collision detection ("world": the static
+  system's box, "floor": the ground), through the OO contact lists."""
+  world.integrate1()
+  objects = world.getObjList()
+
+  def name(obj, contact):
+    body = obj.getBodyNames()[contact.getlocalBodyIndex()]
+    return body.split("/")[0]
+
+  pairs = set()
+  for obj in objects:
+    for contact in obj.getContacts():
+      pair_object = objects[contact.getPairObjectIndex()]
+      if pair_object.getName() in ("floor", "world"):   # static: keeps no contact list
+        pairs.add(frozenset((name(obj, contact), pair_object.getName())))
+        continue
+      pair_contact = pair_object.getContacts()[contact.getPairContactIndexInPairObject()]
+      pairs.add(frozenset((name(obj, contact), name(pair_object, pair_contact))))
+  return pairs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_contype_and_conaffinity_filter_contacts_across_systems_as_mujoco_does(tmp_path, seed):
+  """Random (contype, conaffinity) on the ground plane, a static worldbody box, four free
+  bodies and a slide-jointed child (each touching some others at the start): the body pairs
+  in contact after collision detection are MuJoCo's, within a system, across systems, with the
+  static "world" system and with the ground."""
+  rng = np.random.default_rng(seed)
+  names = ("floor", "wall", "a", "b", "c", "c2", "d")
+  chosen = {n: FILTER_CLASSES[rng.integers(len(FILTER_CLASSES))] for n in names}
+  path = tmp_path / "filter.xml"
+  path.write_text(FILTER_MODEL.format(**{
+      n: f'contype="{t}" conaffinity="{a}"' for n, (t, a) in chosen.items()}))
+  world = rj.World(str(path))
+  assert _touching_pairs_here(world) == _touching_pairs_in_mujoco(path), chosen
+
+
+@pytest.mark.parametrize("classes", [(1, 0), (2, 2), (0, 1), (3, 2)])
+def test_an_object_added_after_loading_collides_as_a_default_mujoco_geom(tmp_path, classes):
+  """A sphere added through the World's API (RaiSim's default group and mask) touches a loaded
+  body's geom exactly where MuJoCo's default geom (contype = conaffinity = 1) would."""
+  body = ('<body name="a" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.1" '
+          'contype="{}" conaffinity="{}"/></body>').format(*classes)
+  extra = '<body name="e" pos="0.15 0 0.5"><freejoint/><geom type="sphere" size="0.1"/></body>'
+  model = '<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>{}</worldbody></mujoco>'
+  oracle = tmp_path / "oracle.xml"
+  oracle.write_text(model.format(body + extra))
+  path = tmp_path / "model.xml"
+  path.write_text(model.format(body))
+  world = rj.World(str(path))
+  world.addSphere(0.1, 1.0).setPosition(0.15, 0, 0.5)
+  world.integrate1()
+  touches = len(world.getObject("a").getContacts()) > 0
+  assert touches == (frozenset(("a", "e")) in _touching_pairs_in_mujoco(oracle))
+
+
+def test_a_contype_that_is_not_a_bit_mask_names_its_line(tmp_path):
+  path = tmp_path / "bad.xml"
+  path.write_text("""<mujoco><worldbody>
+    <body name="b"><freejoint/><geom type="sphere" size="0.1" contype="-2"/></body>
+  </worldbody></mujoco>""")
+  with pytest.raises(ValueError, match="'contype' must be a non-negative 32-bit integer") as e:
+    rj.World(str(path))
+  assert str(path) in str(e.value) and "line 2" in str(e.value)

@@ -32,18 +32,24 @@ frame here, (linear world, angular body) in MuJoCo (tests/test_mjcf.py's
 `Mapping` converts states and is checked against MuJoCo's kinematics and mass matrix).
 
 Collision filtering: MuJoCo collides two geoms when (contype1 & conaffinity2) | (contype2 &
-conaffinity1); here a pair of bodies of one system none of whose geom pairs passes that test
-never collides (`ignoreCollisionBetween`), and a body never collides with its parent MJCF body
-(MuJoCo's filterparent, on unless `<option><flag filterparent="disable">`): bodies welded
-together are one link here as they are one weld group in MuJoCo, and a body reached through
-its joints' massless chain gets an `ignoreCollisionBetween` with its parent body's link
-(RaiSim's doNotCollideWithParent alone would exclude only the chain's last massless link:
-Gymnasium's humanoid then started with its thighs 9.6 cm deep in its pelvis). Friction: each geom's sliding friction
-and whether its condim is 1 become a contact material ("mjcf_friction_<value>", with
-"_condim1" appended for condim 1) and every pair of them gets MuJoCo's combination
-(`pair_friction`): the larger friction of the two, or none when both geoms have condim 1 (a
-contact takes the larger condim; Gymnasium's humanoid and hopper: limb against limb), with no
-restitution (MuJoCo's contacts are soft and do not bounce).
+conaffinity1). Where the model's (contype, conaffinity) pairs do not all collide with each
+other (and with MuJoCo's default (1, 1), what an object added later through the World's API
+stands for), each geom gets RaiSim collision bits that reproduce that test exactly with
+RaiSim's AND rule (`collision_bits`: one group bit per distinct pair, bit 0 for (1, 1), the
+ground's STATIC bit 63 for the plane; the mask holds the bits of every pair it collides with),
+across systems, the static "world" system and the ground alike. Besides, a pair of bodies of
+one system none of whose geom pairs passes the test is never a candidate pair
+(`ignoreCollisionBetween`, which saves its narrowphase), and a body never collides with its
+parent MJCF body (MuJoCo's filterparent, on unless `<option><flag filterparent="disable">`):
+bodies welded together are one link here as they are one weld group in MuJoCo, and a body
+reached through its joints' massless chain gets an `ignoreCollisionBetween` with its parent
+body's link (RaiSim's doNotCollideWithParent alone would exclude only the chain's last
+massless link: Gymnasium's humanoid then started with its thighs 9.6 cm deep in its pelvis).
+Friction: each geom's sliding friction and whether its condim is 1 become a contact material
+("mjcf_friction_<value>", with "_condim1" appended for condim 1) and every pair of them gets
+MuJoCo's combination (`pair_friction`): the larger friction of the two, or none when both
+geoms have condim 1 (a contact takes the larger condim; Gymnasium's humanoid and hopper: limb
+against limb), with no restitution (MuJoCo's contacts are soft and do not bounce).
 
 Unsupported elements (include, tendon, equality, sensor, contact pairs and excludes, composite,
 flexcomp, ...) and settings that change MuJoCo's physics but are not mapped (`<option>`
@@ -175,6 +181,7 @@ class MjcfModel:
   actuators: list
   ignored: list
   filter_parent: bool = True   # <option><flag filterparent>
+  ground_collision_mask: int = -1   # the plane's bits (collision_bits); -1: collides with all
   solver_iterations: Optional[int] = None   # <option solver="PGS" iterations> (MuJoCo: 100)
 
 
@@ -200,6 +207,7 @@ class _Reader:
       raise ValueError(f"{path}: malformed XML (line {error.lineno}): {error.msg}") from None
     self.ignored = []
     self.body_count = 0
+    self.collision_classes = []     # (colliding Geometry, (contype, conaffinity))
     compiler = self.root.find("compiler")
     attrs = dict(compiler.attrib) if compiler is not None else {}
     self.degrees = attrs.get("angle", "degree") == "degree"
@@ -493,7 +501,10 @@ def _geom(reader, element, values):
   geometry.sourceline = element.sourceline
   geometry.material = friction_material(reader, element, values)
   geometry.color = reader.color(element, values)
-  collides = not (values.get("contype", "1") == "0" and values.get("conaffinity", "1") == "0")
+  contype_conaffinity = _collision_class(reader, element, values)
+  collides = contype_conaffinity != (0, 0)
+  if collides:
+    reader.collision_classes.append((geometry, contype_conaffinity))
   inertia = mass * (np.diag(inertia_unit) if np.ndim(inertia_unit) == 1 else inertia_unit)
   return geometry, collides, mass, pos + rot @ com, rot @ inertia @ rot.T
 
@@ -565,8 +576,7 @@ def _read_body(reader, element, parent, childclass, system, pending_links, pendi
       geometry.name = geometry.name or f"{name}/{len(link.visuals)}"
       if collides:
         link.collisions.append(geometry)
-        system.filters.setdefault(name, []).append(
-            (int(gvalues.get("contype", "1")), int(gvalues.get("conaffinity", "1"))))
+        system.filters.setdefault(name, []).append(_collision_class(reader, child, gvalues))
       link.visuals.append(geometry)
       geom_parts.append((mass, com, inertia))
     elif child.tag == "inertial":
@@ -687,7 +697,7 @@ def load(path):
   worldbody = root.find("worldbody")
   if worldbody is None:
     raise reader.error(root, "no <worldbody>")
-  ground, ground_material, systems = None, "default", []
+  ground, ground_material, systems, plane_class = None, "default", [], DEFAULT_CLASS
   static_link = LinkSpec(name="worldbody", sourceline=worldbody.sourceline)
   for child in worldbody:
     if not isinstance(child.tag, str):
@@ -702,6 +712,7 @@ def load(path):
         raise reader.error(child, "only a horizontal plane (the ground) is supported")
       ground = float(reader.numbers(child, values, "pos", 3, [0, 0, 0])[2])
       ground_material = friction_material(reader, child, values)
+      plane_class = _collision_class(reader, child, values)
       reader.note_ignored("geom", values, _IGNORED_GEOM)
     elif child.tag == "body":
       system = MjcfSystem(name=child.get("name", f"body{len(systems)}"), links=[],
@@ -742,6 +753,7 @@ def load(path):
         ctrl_range = tuple(reader.numbers(motor, values, "ctrlrange", 2))
       gear = float(reader.numbers(motor, values, "gear", default=[1.0])[0])
       actuators.append(Actuator(values.get("name", ""), values["joint"], gear, ctrl_range))
+  ground_mask = _assign_collision_bits(reader, plane_class)
   if reader.ignored:
     warnings.warn(f"{reader.path}: ignored by raisim_jax's MJCF reader: "
                   f"{', '.join(sorted(set(reader.ignored)))}", stacklevel=3)
@@ -749,7 +761,74 @@ def load(path):
                    ground_height=ground, ground_material=ground_material, systems=systems,
                    actuators=actuators,
                    ignored=sorted(set(reader.ignored)), filter_parent=filter_parent,
-                   solver_iterations=iterations)
+                   solver_iterations=iterations, ground_collision_mask=ground_mask)
+
+
+# ---- collision filtering -------------------------------------------------------------------
+DEFAULT_CLASS = (1, 1)      # MuJoCo's default (contype, conaffinity)
+STATIC_BIT = 63             # RaiSim's collision group of static objects (the ground)
+_MAX_CLASS_BITS = 63        # group bits 0..62 for the geoms' (contype, conaffinity) pairs
+
+
+def mujoco_collides(first, second):
+  """MuJoCo's test on two geoms' (contype, conaffinity): (t1 & a2) | (t2 & a1) != 0."""
+  return bool((first[0] & second[1]) | (second[0] & first[1]))
+
+
+def collision_bits(classes, plane_class):
+  """RaiSim (group, mask) bits that reproduce MuJoCo's filter under RaiSim's AND rule, or None
+  where every pair of `classes` (distinct (contype, conaffinity) of the colliding geoms),
+  MuJoCo's default (1, 1) and `plane_class` collide (RaiSim's default bits then do the same).
+
+  Each class gets one group bit (bit 0 for (1, 1), so that an object added later with
+  RaiSim's default group behaves as a default MuJoCo geom); its mask holds the bits of the
+  classes it collides with, and STATIC_BIT where it collides with the plane (the ground's
+  group; with no plane, as with a default geom). MuJoCo's test is symmetric, so "A accepts B
+  and B accepts A" is exactly it. Returns ({class: (group, mask)}, the ground's mask)."""
+  ordered = [DEFAULT_CLASS] + sorted(set(classes) - {DEFAULT_CLASS})
+  everything = ordered + [plane_class]
+  if all(mujoco_collides(a, b) for a in everything for b in everything):
+    return None
+  if len(ordered) > _MAX_CLASS_BITS:
+    raise ValueError(f"{len(ordered)} distinct (contype, conaffinity) pairs: at most "
+                     f"{_MAX_CLASS_BITS} can be mapped to RaiSim's 64 collision bits")
+  bit = {c: 1 << k for k, c in enumerate(ordered)}
+  bits = {c: (bit[c], sum(bit[o] for o in ordered if mujoco_collides(c, o))
+              | ((1 << STATIC_BIT) if mujoco_collides(c, plane_class) else 0))
+          for c in ordered}
+  ground_mask = sum(bit[o] for o in ordered if mujoco_collides(plane_class, o))
+  return bits, ground_mask
+
+
+def _assign_collision_bits(reader, plane_class):
+  """Sets each colliding geom's collision bits (`collision_bits`) where MuJoCo's filter needs
+  them; returns the ground's collision mask (-1: collides with everything)."""
+  try:
+    mapped = collision_bits([c for _, c in reader.collision_classes], plane_class)
+  except ValueError as error:
+    raise ValueError(f"{reader.path}: {error}") from None
+  if mapped is None:
+    return -1
+  bits, ground_mask = mapped
+  for geometry, contype_conaffinity in reader.collision_classes:
+    geometry.collision_group, geometry.collision_mask = bits[contype_conaffinity]
+  return ground_mask
+
+
+def _collision_class(reader, element, values):
+  """A geom's (contype, conaffinity): non-negative 32-bit integers (MuJoCo's defaults 1)."""
+  out = []
+  for name in ("contype", "conaffinity"):
+    text = values.get(name, "1").strip()
+    try:
+      value = int(text)
+    except ValueError:
+      value = -1
+    if not 0 <= value < 2 ** 32:
+      raise reader.error(element, f"attribute '{name}' must be a non-negative 32-bit integer, "
+                                  f"got '{text}'")
+    out.append(value)
+  return tuple(out)
 
 
 def _add_static_geom(reader, element, values, link):

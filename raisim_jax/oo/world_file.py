@@ -54,7 +54,8 @@ def populate_mjcf(world, model):
     world.setContactSolverParam(1.0, 0.7, 1.0, model.solver_iterations,
                                 world._description.solver.threshold)
   if model.ground_height is not None:
-    world.addGround(model.ground_height, model.ground_material).setName("floor")
+    world.addGround(model.ground_height, model.ground_material,
+                    model.ground_collision_mask).setName("floor")
   materials = {model.ground_material} if model.ground_height is not None else set()
   for system in model.systems:
     materials |= {g.material for link in system.links for g in link.collisions}
