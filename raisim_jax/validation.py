@@ -3,6 +3,8 @@
 Each raises ValueError naming the argument and the bad value before anything is traced.
 """
 
+import warnings
+
 import numpy as np
 
 UNIT_QUATERNION_TOLERANCE = 1e-6
@@ -118,6 +120,14 @@ def inertia(value, name: str = "inertia") -> np.ndarray:
   i = matrix3(value, name)
   if np.abs(i - i.T).max() > 1e-9 * max(1.0, np.abs(i).max()):
     raise ValueError(f"argument '{name}' must be symmetric, got {i.tolist()}")
-  if np.linalg.eigvalsh(i).min() <= 0:
+  moments = np.linalg.eigvalsh(i)
+  if moments.min() <= 0:
     raise ValueError(f"argument '{name}' must be positive definite, got {i.tolist()}")
+  # No rigid body has a principal moment above the sum of the other two (each is an integral
+  # of two squared coordinates). RaiSim accepts such a matrix and so do we, but the motion it
+  # gives is no real body's: say so.
+  if moments[2] > (moments[0] + moments[1]) * (1 + 1e-6):
+    warnings.warn(f"argument '{name}': principal moments {moments.tolist()} break the triangle "
+                  f"inequality (largest > sum of the other two): no rigid body has this "
+                  f"inertia; it is simulated as given", UserWarning, stacklevel=3)
   return i

@@ -144,7 +144,7 @@ def test_mass_inertia_com_setters(world):
   assert box.getMass() == 2.0
   model, _ = world.compile()
   assert float(model.bodies.mass[0]) == 2.0
-  inertia = np.diag([1.0, 2.0, 3.0]) + 0.1 * (np.ones((3, 3)) - np.eye(3))
+  inertia = np.diag([2.0, 2.5, 3.0]) + 0.1 * (np.ones((3, 3)) - np.eye(3))
   box.setInertia(inertia)
   np.testing.assert_allclose(box.getInertiaMatrix_B(), inertia)
   np.testing.assert_allclose(box.getInertiaMatrix_B_rs(), inertia)
@@ -339,3 +339,18 @@ def test_getters_of_parameters_return_read_only_copies(world):
       array[0] = 1.0
   box.setInertia(np.diag([1.0, 2.0, 3.0]))            # the edit path
   np.testing.assert_array_equal(box.getInertiaMatrix_B(), np.diag([1.0, 2.0, 3.0]))
+
+
+def test_set_inertia_warns_when_no_rigid_body_has_it(world):
+  """Principal moments (1, 1, 3): 3 > 1 + 1, the triangle inequality every real body's
+  moments satisfy. Accepted as RaiSim does, and simulated as given, with a warning; a thin
+  disc's (1, 1, 2), on the boundary, and a box's moments give none."""
+  box = world.addBox(1, 2, 3, 4.0)
+  with pytest.warns(UserWarning, match="triangle inequality"):
+    box.setInertia(np.diag([1.0, 1.0, 3.0]))
+  np.testing.assert_array_equal(box.getInertiaMatrix_B(), np.diag([1.0, 1.0, 3.0]))
+  import warnings
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    box.setInertia(np.diag([1.0, 1.0, 2.0]))
+    box.setInertia(np.diag([4.0 * (4 + 9) / 12, 4.0 * (1 + 9) / 12, 4.0 * (1 + 4) / 12]))
