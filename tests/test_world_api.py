@@ -1,6 +1,8 @@
 """The OO World and SingleBodyObject API: every getter/setter round-trips and agrees with the
 pure state; bad input raises a clear error naming the argument."""
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -349,7 +351,6 @@ def test_set_inertia_warns_when_no_rigid_body_has_it(world):
   with pytest.warns(UserWarning, match="triangle inequality"):
     box.setInertia(np.diag([1.0, 1.0, 3.0]))
   np.testing.assert_array_equal(box.getInertiaMatrix_B(), np.diag([1.0, 1.0, 3.0]))
-  import warnings
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     box.setInertia(np.diag([1.0, 1.0, 2.0]))
