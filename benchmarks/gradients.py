@@ -6,17 +6,18 @@ ground, sliding (initial speeds 0.5-1 m/s along x, friction 0.8: every contact s
 sticks), float32, 50 steps of 2 ms, `batch` worlds on one device. Rows:
 - the forward-only solve (`setContactSolverDifferentiable(False)`, a `while_loop`): the
   batched mode, the throughput reference;
-- the differentiable solve (the default): the forward rollout, and `jax.grad` of a loss of
-  the final state (squared final positions and velocities of the 4 bodies, summed over the
-  worlds) with respect to the initial linear velocities, reverse mode through all 50 steps.
+- the differentiable solve (the default; differentiated as `--gradient` says: "implicit",
+  the default, or "unrolled"): the forward rollout, and `jax.grad` of a loss of the final
+  state (squared final positions and velocities of the 4 bodies, summed over the worlds)
+  with respect to the initial linear velocities, reverse mode through all 50 steps.
 The ratios are the targets' quantities: differentiable forward over the batched mode (target:
 within 3x), gradient over differentiable forward (target: under 5x; MJX 6.7x), and the
 gradient's compile time (target: under 60 s). Also XLA's temporaries per world of each
 program (reverse mode keeps what it needs of every step), and whether the gradient is finite
 everywhere. Compile seconds include tracing and lowering.
 
-Run: `python benchmarks/gradients.py [--batch 64] [--steps 50] [--json F]`; `--quick`
-(batch 2, 3 steps) is what the test suite runs. Not a test: numbers depend on the machine.
+Run: `python benchmarks/gradients.py [--batch 64] [--steps 50] [--gradient G] [--json F]`;
+`--quick` (batch 2, 3 steps) is what the test suite runs. Not a test: numbers depend on the machine.
 """
 
 import argparse
@@ -68,12 +69,14 @@ def _compiled(function, *arguments):
   return executable, seconds, executable.memory_analysis().temp_size_in_bytes
 
 
-def measure(batch, steps, repeats=2):
+def measure(batch, steps, repeats=2, gradient="implicit"):
   """Row of figures: world-steps/s, compile seconds and XLA temporaries per world of each
   program, the gradient's time, the ratios, and whether the gradient is finite."""
-  row = dict(batch=batch, steps=steps)
+  row = dict(batch=batch, steps=steps, gradient=gradient)
   for mode, differentiable in (("forward_only", False), ("differentiable", True)):
     model, state = sliding_world(differentiable)
+    if differentiable:
+      model = model.replace(solver=model.solver.replace(gradient=gradient))
     states = rj.batching.replicate(state, batch)
     compiled, row[mode + "_compile_s"], temp = _compiled(
         jax.vmap(lambda s, model=model: rj.rollout(model, s, steps)[0]), states)
@@ -98,10 +101,12 @@ def main(argv=None):
   parser.add_argument("--batch", type=int, default=64)
   parser.add_argument("--steps", type=int, default=50)
   parser.add_argument("--quick", action="store_true", help="batch 2, 3 steps")
+  parser.add_argument("--gradient", default="implicit", choices=("implicit", "unrolled"),
+                      help="SolverModel.gradient of the differentiable solve")
   parser.add_argument("--json")
   args = parser.parse_args(argv)
   batch, steps = (2, 3) if args.quick else (args.batch, args.steps)
-  row = measure(batch, steps)
+  row = measure(batch, steps, gradient=args.gradient)
   print("| batch x steps | forward-only world-steps/s (compile s) | differentiable "
         "(compile s) | ratio | gradient s (compile s) | gradient / forward | gradient "
         "temporaries per world | finite |")

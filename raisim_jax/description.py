@@ -117,6 +117,7 @@ class SolverSettings:
   erp: float = 0.2
   reverse_order: bool = False
   differentiable: bool = True
+  gradient: str = "unrolled"
 
 
 @dataclasses.dataclass

@@ -308,10 +308,10 @@ class SolverModel:
     reverse_order: () int32, 1 sweeps the contacts last to first (a leaf).
     iteration_capacity: static length of the differentiable solver's sweep scan (sweeps past
       max_iterations or after convergence are skipped); 150 * 2^k >= max_iterations.
-    differentiable: static; True (default) runs a fixed-length scan whose converged sweeps
-      are skipped by cond, so jax.grad (reverse mode) works; False stops with a while_loop
-      over the active slots once the threshold is met (much faster under vmap, where cond
-      is a select; forward-mode autodiff only).
+    differentiable: static; True (default): reverse and forward mode work, differentiated
+      as `gradient` says; False: forward-only programs (a while_loop over the active slots
+      stopping at the threshold, on the leading contact slots that hold every world's
+      contacts; forward-mode autodiff only).
     block_move: static; how the solve runs the island block move (dynamics/island_block.py,
       tried after `gauss_seidel.BLOCK_SWEEP` sweeps where islands of single bodies have
       not converged): "compact" (default): in differentiable mode on the active rows
@@ -321,6 +321,13 @@ class SolverModel:
       sweeps; ~40% less XLA compile for a world of single bodies, but stacks and piles
       take many more sweeps). The OO World steps with "off" until a solve needs more than
       `oo.world.PLAIN_SWEEP_LIMIT` sweeps, then with "every_row".
+    gradient: static, used when `differentiable`: "unrolled" (default): a fixed-length scan
+      whose converged sweeps are skipped by cond, differentiated through the sweeps run;
+      "implicit": the solve stops at its threshold (a while_loop) and its converged
+      impulses carry the fixed point's derivative (implicit function theorem; reverse mode
+      stores one sweep's linearization; not the simulation's derivative where statically
+      indeterminate contacts slide) (`gauss_seidel.GRADIENTS`; docs/contact_solver.md,
+      Gradients).
   """
   threshold: jax.Array
   erp: jax.Array
@@ -330,6 +337,7 @@ class SolverModel:
   iteration_capacity: int = static_field(default=150)
   differentiable: bool = static_field(default=True)
   block_move: str = static_field(default="compact")
+  gradient: str = static_field(default="unrolled")
 
 
 @dataclass

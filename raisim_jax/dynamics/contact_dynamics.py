@@ -405,6 +405,9 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
   block_move = model.solver.block_move
   if block_move not in BLOCK_MOVES:
     raise ValueError(f"SolverModel.block_move = {block_move!r}: expected one of {BLOCK_MOVES}")
+  if model.solver.gradient not in gauss_seidel.GRADIENTS:
+    raise ValueError(f"SolverModel.gradient = {model.solver.gradient!r}: expected one of "
+                     f"{gauss_seidel.GRADIENTS}")
   found = contacts
   if frozen_rows is not None:
     contacts = contacts.replace(active=contacts.active & ~frozen_rows)
@@ -558,14 +561,18 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
                                rows))
   if has_systems:
     problem.update(jac=jac, inverse_jt=inverse_jt)
+  implicit = model.solver.differentiable and model.solver.gradient == "implicit"
+  early_exit = implicit or not model.solver.differentiable
   layout = gauss_seidel.Layout(rows=rows, has_singles=has_singles, has_systems=has_systems,
                                num_limits=num_limits, num_pins=num_pins,
                                iteration_capacity=model.solver.iteration_capacity,
-                               early_exit=not model.solver.differentiable,
+                               early_exit=early_exit,
                                block_bodies=n if has_singles and block_move != "off" else 0,
-                               compact_block=block_move == "compact",
+                               compact_block=(block_move == "compact"
+                                              and model.solver.differentiable),
                                colour_width=(COLOUR_WIDTH if has_singles and not has_systems
-                                             and not model.solver.differentiable else 1))
+                                             and not model.solver.differentiable else 1),
+                               implicit=implicit)
   relative_c = gauss_seidel.rows_velocity(
       layout, problem, (state.bodies.linear_velocity, state.bodies.angular_velocity,
                         generalized_start if has_systems else no_generalized))[:capacity]

@@ -14,17 +14,19 @@ bodies (bodies connected by contacts, held by static ones) solves its contact ro
 block (`island_block`: redundant corner contacts and stacks, which per-contact sweeps leave
 creeping when friction is near its limit, or running to the sweep cap when masses differ).
 
-Derivatives: with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
+Derivatives (`Layout.implicit`, from `SolverModel.gradient`): "implicit" (the default) runs
+the early-exit solve on values without derivatives and attaches the derivative of its
+converged fixed point (`_with_implicit_derivative`: one sweep linearized at the solution, the
+linear fixed-point problem solved by Richardson iterations that stop at convergence, in
+forward mode and transposed in reverse mode; docs/contact_solver.md, Gradients).
+"unrolled": with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
 whose converged ones are skipped (`batched_cond.run_where`), so forward and reverse mode both
-differentiate it; the derivative is that of the sweeps actually run. Measured on two stacked
-cubes with the upper one sliding (d state / d initial speed, 20-200 steps): replacing it by the
-derivative of the converged fixed point (150 linearized sweeps per step, tried as a
-`custom_jvp`) changed it by 3e-8, so the cheaper one is kept. Each fixed-trip sweep is a
-`jax.checkpoint`: reverse mode keeps its input carry and recomputes its row visits, where it
+differentiate it; the derivative is that of the sweeps actually run. Each fixed-trip sweep is
+a `jax.checkpoint`: reverse mode keeps its input carry and recomputes its row visits, where it
 had stored every visit of every sweep (~25 MB per world-step for 96 contact slots; a batch of
 64 x 50 steps asked for 66 GB). The island block move (`_block_move`) is differentiated
 at the root of its Newton solve, not through its iterations (`island_block.correction`).
-`early_exit` (a `while_loop` over the active rows) differentiates in forward mode only.
+`early_exit` alone (a `while_loop` over the active rows) differentiates in forward mode only.
 """
 
 import functools
@@ -42,6 +44,7 @@ from raisim_jax.math import dense
 ROW_CONTACT = 0
 ROW_JOINT_LIMIT = 1
 ROW_PIN = 2
+GRADIENTS = ("implicit", "unrolled")   # SolverModel.gradient
 ROW_CHUNK = 8  # rows per chunk of a fixed-trip sweep (chunks past the active rows skipped)
 
 
@@ -65,6 +68,9 @@ class Layout(NamedTuple):
       colours one after another, up to W rows of a colour at once (`_schedule`).
     compact_block: fixed-trip solves run the island block move on the compacted active rows
       where every world's fit (`_block_move`); False: on every row (one traced move).
+    implicit: derivatives by the implicit function theorem at the converged impulses
+      (`_implicit_solve`): the primal is the early-exit solve with no derivative traced
+      through it; `early_exit` and `colour_width` then describe that primal.
   """
   rows: int
   has_singles: bool
@@ -76,6 +82,7 @@ class Layout(NamedTuple):
   block_bodies: int = 0
   colour_width: int = 1
   compact_block: bool = True
+  implicit: bool = False
 
 
 def row_velocity(layout, problem, velocity, i):
@@ -387,8 +394,7 @@ def _block_move(layout, problem, carry, when):
     velocity, impulses, change, sweeps = carry
     # Forward-only solves already run on the leading contact slots that hold every world's
     # contacts (contact_dynamics.solve_contacts' heads); the differentiable one on them all.
-    size = (None if layout.early_exit or not layout.compact_block
-            else island_block.compact_size(layout.rows))
+    size = island_block.compact_size(layout.rows) if layout.compact_block else None
     if size is None:
       delta = delta_on_every_row(velocity, impulses)
     else:   # one branch for the whole batch: the compact one where every world's rows fit
@@ -526,6 +532,8 @@ def solve(layout, problem, free_velocity, impulse0):
   Returns:
     (velocity (linear, angular, generalized), impulses (R, 3), () int32 sweeps).
   """
+  if layout.implicit and layout.rows:
+    return _implicit_solve(layout, problem, free_velocity, impulse0)
   dtype = impulse0.dtype
   velocity = apply_all(layout, problem, free_velocity, impulse0)
   if not layout.rows:
@@ -542,13 +550,7 @@ def solve(layout, problem, free_velocity, impulse0):
   # sweep counts as progress whenever it changed any impulse (gradient checks use this to
   # keep the iteration count the same for nearby inputs).
   floors_on = problem["threshold"] > 0
-  if layout.has_systems:
-    problem = {**problem, "abs_jac": jnp.abs(problem["jac"]),
-               "abs_inverse_jt": jnp.abs(jnp.swapaxes(problem["inverse_jt"], 0, 1)).reshape(
-                   problem["inverse_jt"].shape[1], -1)}
-  problem = {**problem, "free_velocity": free_velocity,
-             "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
-                                   0.0).astype(dtype)}
+  problem = _prepared(layout, problem, free_velocity)
   # A sweep cannot change an impulse by less than its own rounding either: in float32 the
   # threshold (1e-8 by default) is below one ulp of a typical impulse (float64: ~1e-14
   # relative, below any threshold in use).
@@ -563,3 +565,142 @@ def solve(layout, problem, free_velocity, impulse0):
   sweeps_from = _active_sweeps if layout.early_exit else _fixed_sweeps
   velocity, impulses, _, sweeps = sweeps_from(layout, problem, start, keep_going)
   return velocity, impulses, sweeps
+
+
+def _prepared(layout, problem, free_velocity):
+  """`problem` with what every sweep reads besides the rows: |J| and |W| for the rounding
+  floors, the free velocities and the rounding factor (`solve`)."""
+  dtype = problem["delassus"].dtype
+  floors_on = problem["threshold"] > 0
+  if layout.has_systems:
+    problem = {**problem, "abs_jac": jnp.abs(problem["jac"]),
+               "abs_inverse_jt": jnp.abs(jnp.swapaxes(problem["inverse_jt"], 0, 1)).reshape(
+                   problem["inverse_jt"].shape[1], -1)}
+  return {**problem, "free_velocity": free_velocity,
+          "rounding": jnp.where(floors_on, VELOCITY_ROUNDING_ULPS * jnp.finfo(dtype).eps,
+                                0.0).astype(dtype)}
+
+
+def _sweep_map(layout, impulses, floats, others, free_velocity):
+  """(R, 3) impulses after one plain Gauss-Seidel sweep (`_fixed_sweep`, no block move)
+  from `impulses`: the map whose fixed point the solve converges to. `floats` / `others`:
+  the problem's floating / other entries (split so that only floats carry tangents)."""
+  problem = _prepared(layout, {**floats, **others}, free_velocity)
+  velocity = apply_all(layout, problem, free_velocity, impulses)
+  zero = jnp.zeros((), impulses.dtype)
+  return _fixed_sweep(layout, problem, (velocity, impulses, zero, jnp.zeros((), jnp.int32)))[1]
+
+
+IMPLICIT_TOLERANCE_ULPS = 256  # the linear solve stops at this relative residual, in ulps
+KRYLOV_RESTART = 12            # Krylov vectors per GMRES cycle
+
+
+def _linear_fixed_point(layout, matvec, b):
+  """x with matvec(x) = (I - A) x = b, A the sweep map's Jacobian at the solution (or its
+  transpose), by restarted GMRES from x = 0: cycles of KRYLOV_RESTART Arnoldi steps (Gram-
+  Schmidt twice) and a least-squares solve of the small Hessenberg system, until the residual
+  is within IMPLICIT_TOLERANCE_ULPS ulps of |b| or after about `layout.iteration_capacity`
+  products. Not `jax.scipy.sparse.linalg.gmres`: its triangular solve divides by zero where
+  I - A is singular (statically indeterminate contacts: a load moved between a box's four
+  corners is a fixed direction of the sweeps, an eigenvalue 1 of A), which made every
+  gradient NaN; `jnp.linalg.lstsq` takes the least-norm solution there. The sweeps' own
+  linear iteration x <- b + A x (Richardson) crawls where the sweeps do: a box held by
+  static friction on its four corners, whose primal converged by the island block move,
+  kept 1e-7 of a zero derivative after 150 of its steps.
+
+  b: (R, 3). Returns x: (R, 3)."""
+  dtype, shape = b.dtype, b.shape
+  tolerance = IMPLICIT_TOLERANCE_ULPS * jnp.finfo(dtype).eps
+  restart = min(KRYLOV_RESTART, b.size)
+  cycles = max(1, -(-layout.iteration_capacity // restart))
+  times = lambda v: matvec(v.reshape(shape)).reshape(-1)
+  rhs = b.reshape(-1)
+  goal = tolerance * jnp.sqrt(jnp.sum(rhs * rhs))
+  below = jnp.arange(restart + 1)
+
+  def normalized(v):
+    size = jnp.sqrt(jnp.sum(v * v))
+    return jnp.where(size > 0, v / jnp.where(size > 0, size, 1.0), 0.0), size
+
+  def cycle(carry):
+    x, residual, k = carry
+    start, beta = normalized(residual)
+    basis = jnp.zeros((restart + 1, rhs.size), dtype).at[0].set(start)
+
+    def arnoldi(j, carry):
+      basis, hessenberg = carry
+      w = times(basis[j])
+      h = jnp.zeros(restart + 1, dtype)
+      for _ in range(2):                         # Gram-Schmidt twice: orthogonal to rounding
+        step = jnp.where(below <= j, basis @ w, 0.0)
+        w, h = w - step @ basis, h + step
+      w, size = normalized(w)
+      return basis.at[j + 1].set(w), hessenberg.at[:, j].set(h.at[j + 1].set(size))
+
+    basis, hessenberg = jax.lax.fori_loop(
+        0, restart, arnoldi, (basis, jnp.zeros((restart + 1, restart), dtype)))
+    target = jnp.zeros(restart + 1, dtype).at[0].set(beta)
+    y = jnp.linalg.lstsq(hessenberg, target)[0]
+    # The new residual from the Arnoldi relation (A V_k = V_k+1 H): no product, so the
+    # linearized sweep is traced once per solve.
+    return x + y @ basis[:restart], (target - hessenberg @ y) @ basis, k + 1
+
+  def keep_going(carry):
+    _, residual, k = carry
+    return (jnp.sqrt(jnp.sum(residual * residual)) > goal) & (k < cycles)
+
+  start = (jnp.zeros_like(rhs), rhs, jnp.zeros((), jnp.int32))
+  return jax.lax.while_loop(keep_going, cycle, start)[0].reshape(shape)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _with_implicit_derivative(layout, impulses, floats, others, free_velocity):
+  """`impulses` (R, 3), the converged solution of the problem (floats, others,
+  free_velocity), carrying the derivative of that solution: the tangent d solves
+  d = A d + B t (A, B: the sweep map's Jacobians at the solution with respect to the
+  impulses and to the problem's floats and free velocities, t their tangents;
+  `_linear_fixed_point` solves it, and its transpose in reverse mode). The
+  impulses' own tangent (the warm start's) is dropped: the fixed point does not depend on
+  where the sweeps started (where it is unique)."""
+  del layout, floats, others, free_velocity
+  return impulses
+
+
+@_with_implicit_derivative.defjvp
+def _with_implicit_derivative_jvp(layout, primals, tangents):
+  impulses, floats, others, free_velocity = primals
+  _, d_floats, _, d_free = tangents
+  _, linear = jax.linearize(
+      lambda x, f, v: _sweep_map(layout, x, f, others, v), impulses, floats, free_velocity)
+  zero_floats = jax.tree.map(jnp.zeros_like, floats)
+  zero_free = jax.tree.map(jnp.zeros_like, free_velocity)
+  # A sweep leaves an inactive row's impulse as it is (a unit row and column of A): taken out
+  # of A, (I - A) is the identity there instead of zero, so that a cotangent on such a row's
+  # impulse (a loss over the whole buffer) keeps the system consistent.
+  active = others["row_active"][:, None]
+  a_times = lambda x: jnp.where(active, linear(x, zero_floats, zero_free), 0.0)
+  rhs = linear(jnp.zeros_like(impulses), d_floats, d_free)
+  d_impulses = jax.lax.custom_linear_solve(
+      lambda x: x - a_times(x), rhs, functools.partial(_linear_fixed_point, layout),
+      functools.partial(_linear_fixed_point, layout))
+  return impulses, d_impulses
+
+
+def _implicit_solve(layout, problem, free_velocity, impulse0):
+  """`solve` with derivatives by the implicit function theorem: the primal is the
+  early-exit solve (`layout.early_exit`, forward only) run on values without derivatives,
+  and the converged impulses get the fixed point's derivative (`_with_implicit_derivative`):
+  reverse mode solves one transposed linear fixed-point problem per solve instead of going
+  back through every sweep, and stores one sweep's linearization, whatever the number of
+  sweeps the primal ran."""
+  primal_layout = layout._replace(implicit=False)
+  frozen = jax.lax.stop_gradient
+  _, impulses, sweeps = solve(primal_layout, frozen(problem), frozen(free_velocity),
+                              frozen(impulse0))
+  floats = {k: v for k, v in problem.items()
+            if v is not None and jnp.issubdtype(jnp.result_type(v), jnp.floating)}
+  others = {k: v for k, v in problem.items() if k not in floats}
+  impulses = _with_implicit_derivative(layout._replace(implicit=False, early_exit=False,
+                                                       colour_width=1),
+                                       impulses, floats, others, free_velocity)
+  return apply_all(layout, problem, free_velocity, impulses), impulses, sweeps

@@ -1020,13 +1020,30 @@ class World:
       self._model = with_solver_settings(self._model, **settings)
 
   def setContactSolverDifferentiable(self, flag):
-    """True (default): the solver runs a fixed-length scan so jax.grad (reverse mode) works
-    through steps with contacts; False: a while_loop over the active contacts stops at the
-    threshold, much faster for batched (vmapped) rollouts, forward-mode autodiff only."""
+    """True (default): steps with contacts can be differentiated in reverse and forward mode
+    (the derivative chosen by `setContactSolverGradient`); False: forward-only programs
+    (the solve on the leading contact slots that hold every world's contacts, coloured
+    sweeps), the fastest for batched rollouts, forward-mode autodiff only."""
     self._description.solver.differentiable = bool(flag)
     if not self._dirty:
       self._model = self._model.replace(solver=self._model.solver.replace(
           differentiable=bool(flag)))
+
+  def setContactSolverGradient(self, gradient):
+    """How the differentiable solve is differentiated (a raisim_jax extension):
+    "unrolled" (default): the derivative of the sweeps actually run (a fixed-length scan;
+    reverse-mode time and memory grow with the sweeps): the simulation's derivative;
+    "implicit": the derivative of the converged solution (implicit function theorem; the
+    solve stops at its threshold, reverse mode stores one sweep's linearization: ~3x less
+    gradient time in benchmarks/gradients.py), the simulation's derivative where that
+    solution is unique, not where statically indeterminate contacts slide (a box turning on
+    four corners: off by up to 2.5%; docs/contact_solver.md, Gradients)."""
+    if gradient not in gauss_seidel.GRADIENTS:
+      raise ValueError(f"setContactSolverGradient: expected one of {gauss_seidel.GRADIENTS}, "
+                       f"got {gradient!r}")
+    self._description.solver.gradient = gradient
+    if not self._dirty:
+      self._model = self._model.replace(solver=self._model.solver.replace(gradient=gradient))
 
   def getContactSettings(self) -> ContactSettings:
     return copy.deepcopy(self._description.contact_settings)
