@@ -6,8 +6,8 @@ ground, sliding (initial speeds 0.5-1 m/s along x, friction 0.8: every contact s
 sticks), float32, 50 steps of 2 ms, `batch` worlds on one device. Rows:
 - the forward-only solve (`setContactSolverDifferentiable(False)`, a `while_loop`): the
   batched mode, the throughput reference;
-- the differentiable solve (the default; differentiated as `--gradient` says: "implicit",
-  the default, or "unrolled"): the forward rollout, and `jax.grad` of a loss of the final
+- the differentiable solve (the default), differentiated as `--gradient` says ("implicit",
+  this script's default, or "unrolled", the engine's default): the forward rollout, and `jax.grad` of a loss of the final
   state (squared final positions and velocities of the 4 bodies, summed over the worlds)
   with respect to the initial linear velocities, reverse mode through all 50 steps.
 The ratios are the targets' quantities: differentiable forward over the batched mode (target:

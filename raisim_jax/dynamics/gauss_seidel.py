@@ -14,12 +14,12 @@ bodies (bodies connected by contacts, held by static ones) solves its contact ro
 block (`island_block`: redundant corner contacts and stacks, which per-contact sweeps leave
 creeping when friction is near its limit, or running to the sweep cap when masses differ).
 
-Derivatives (`Layout.implicit`, from `SolverModel.gradient`): "implicit" (the default) runs
-the early-exit solve on values without derivatives and attaches the derivative of its
-converged fixed point (`_with_implicit_derivative`: one sweep linearized at the solution, the
-linear fixed-point problem solved by Richardson iterations that stop at convergence, in
-forward mode and transposed in reverse mode; docs/contact_solver.md, Gradients).
-"unrolled": with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
+Derivatives (`Layout.implicit`, from `SolverModel.gradient`): "implicit" (opt-in) runs the
+early-exit solve on values without derivatives and attaches the derivative of its converged
+fixed point (`_with_implicit_derivative`: one sweep linearized at the solution, the linear
+fixed-point problem solved by restarted GMRES, `_linear_fixed_point`, in forward mode and
+transposed in reverse mode; docs/contact_solver.md, Gradients).
+"unrolled" (the default): with `early_exit` off, a solve is a scan of `iteration_capacity` fixed-trip sweeps
 whose converged ones are skipped (`batched_cond.run_where`), so forward and reverse mode both
 differentiate it; the derivative is that of the sweeps actually run. Each fixed-trip sweep is
 a `jax.checkpoint`: reverse mode keeps its input carry and recomputes its row visits, where it
@@ -700,7 +700,5 @@ def _implicit_solve(layout, problem, free_velocity, impulse0):
   floats = {k: v for k, v in problem.items()
             if v is not None and jnp.issubdtype(jnp.result_type(v), jnp.floating)}
   others = {k: v for k, v in problem.items() if k not in floats}
-  impulses = _with_implicit_derivative(layout._replace(implicit=False, early_exit=False,
-                                                       colour_width=1),
-                                       impulses, floats, others, free_velocity)
+  impulses = _with_implicit_derivative(primal_layout, impulses, floats, others, free_velocity)
   return apply_all(layout, problem, free_velocity, impulses), impulses, sweeps
