@@ -23,8 +23,8 @@ import jax.numpy as jnp
 
 from raisim_jax import compile as compile_lib
 from raisim_jax.collision import detection
-from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, island_block,
-                                 single_body, sleeping, system_groups)
+from raisim_jax.dynamics import (articulated_integrate, contact_dynamics, gauss_seidel,
+                                 island_block, single_body, sleeping, system_groups)
 from raisim_jax.math.matmul_precision import full_precision
 from raisim_jax.types import Control, Model, State
 
@@ -150,6 +150,13 @@ def step_no_contact_detection(model: Model, state: State,
   return integrate2(model, clear_contacts(model, state), control)
 
 
+# What reverse mode through `rollout` keeps of each step besides its input State: the island
+# block move's Newton roots and, with the implicit gradient, the contact solve's converged
+# impulses (recomputing a step then skips its sweeps).
+ROLLOUT_SAVED = jax.checkpoint_policies.save_only_these_names(
+    island_block.NEWTON_ROOT, gauss_seidel.IMPLICIT_SOLUTION)
+
+
 def rollout(model: Model, state: State, n_steps: int, controls: Control | None = None):
   """Runs `n_steps` steps with lax.scan.
 
@@ -158,8 +165,11 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
   same): without it the gradient of a rollout of 4 sliding bodies held ~5 MB per world-step
   (4 worlds x 5 steps: XLA temporaries 100 MB, with it 21 MB, in the same time). It also keeps
   the root of each island block move's Newton solve (`island_block.NEWTON_ROOT`, a few floats
-  per body and sweep), so the recomputed step does not run those Newton steps again. A scan
-  of your own over `step` can do the same.
+  per body and sweep), so the recomputed step does not run those Newton steps again, and
+  with the implicit gradient (`SolverModel.gradient`) the contact solve's converged impulses
+  (`gauss_seidel.IMPLICIT_SOLUTION`, (R, 3) per step), so it does not rerun the sweeps
+  either (their derivative needs only the result). A scan of your own over `step` can do the
+  same with `jax.checkpoint(..., policy=ROLLOUT_SAVED)`.
 
   Args:
     model: Model.
@@ -172,7 +182,7 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
     length n_steps holding the state after each step.
   """
   @functools.partial(jax.checkpoint, prevent_cse=False,   # inside a scan: CSE is harmless
-                     policy=island_block.KEEP_NEWTON_ROOT)
+                     policy=ROLLOUT_SAVED)
   def body(carry, control):
     new = step(model, carry, control)
     return new, new

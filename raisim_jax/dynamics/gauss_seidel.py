@@ -36,6 +36,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 
 from raisim_jax import batched_cond
 from raisim_jax.dynamics import contact_solver, island_block
@@ -591,6 +592,10 @@ def _sweep_map(layout, impulses, floats, others, free_velocity):
   return _fixed_sweep(layout, problem, (velocity, impulses, zero, jnp.zeros((), jnp.int32)))[1]
 
 
+# Checkpoint name of the implicit mode's converged impulses: a `jax.checkpoint` policy that
+# saves it (step.ROLLOUT_SAVED) lets reverse mode skip the primal sweeps when it recomputes a
+# step, since the implicit derivative needs only their result.
+IMPLICIT_SOLUTION = "gauss_seidel_implicit_solution"
 IMPLICIT_TOLERANCE_ULPS = 256  # the linear solve stops at this relative residual, in ulps
 KRYLOV_RESTART = 12            # Krylov vectors per GMRES cycle
 
@@ -697,6 +702,7 @@ def _implicit_solve(layout, problem, free_velocity, impulse0):
   frozen = jax.lax.stop_gradient
   _, impulses, sweeps = solve(primal_layout, frozen(problem), frozen(free_velocity),
                               frozen(impulse0))
+  impulses = checkpoint_name(impulses, IMPLICIT_SOLUTION)
   floats = {k: v for k, v in problem.items()
             if v is not None and jnp.issubdtype(jnp.result_type(v), jnp.floating)}
   others = {k: v for k, v in problem.items() if k not in floats}

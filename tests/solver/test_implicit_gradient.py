@@ -186,3 +186,34 @@ def test_world_sets_the_gradient_and_rejects_unknown_ones():
   with pytest.raises(ValueError, match="setContactSolverGradient.*'adjoint'"):
     world.setContactSolverGradient("adjoint")
   assert world.compile()[0].solver.gradient == "unrolled"
+
+
+def test_reverse_mode_keeps_the_converged_impulses_instead_of_rerunning_the_sweeps():
+  """`rollout`'s checkpoint policy saves each step's converged impulses (named
+  `gauss_seidel.IMPLICIT_SOLUTION`), so reverse mode's recompute of a step skips the primal
+  sweeps; the gradient is the same as without saving them."""
+  import contextlib
+  import io
+
+  from jax.ad_checkpoint import print_saved_residuals
+
+  from raisim_jax.dynamics import gauss_seidel
+  from raisim_jax.step import ROLLOUT_SAVED
+  model, state = _sliding_box_world()
+  v0 = state.bodies.linear_velocity[1]
+
+  def one_step(velocity):
+    start = state.replace(bodies=state.bodies.replace(
+        linear_velocity=state.bodies.linear_velocity.at[1].set(velocity)))
+    return rj.step(model, start).bodies.linear_velocity
+
+  printed = io.StringIO()
+  with contextlib.redirect_stdout(printed):
+    print_saved_residuals(jax.checkpoint(one_step, policy=ROLLOUT_SAVED), v0)
+  named = [line.split()[0] for line in printed.getvalue().splitlines()
+           if f"named {gauss_seidel.IMPLICIT_SOLUTION!r}" in line]
+  assert named == [f"f64[{model.collision.contact_capacity},3]"]
+  recomputed = jax.checkpoint(one_step, policy=jax.checkpoint_policies.nothing_saveable)
+  saving = jax.checkpoint(one_step, policy=ROLLOUT_SAVED)
+  np.testing.assert_allclose(np.asarray(jax.jacrev(saving)(v0)),
+                             np.asarray(jax.jacrev(recomputed)(v0)), rtol=1e-12, atol=1e-14)
