@@ -46,7 +46,9 @@ def test_gradients_quick(tmp_path):
   gradient stay under 20 MiB per world (5.0 MiB measured; ~25 MB per step without the
   checkpoints in rollout and the sweeps)."""
   out = tmp_path / "gradients.json"
-  row = _load("gradients").main(["--quick", "--json", str(out)])
+  rows = _load("gradients").main(["--quick", "--json", str(out)])
+  assert [r["gradient"] for r in rows] == ["implicit"]
+  row = rows[0]
   assert row["batch"] == 2 and row["steps"] == 3
   for key in ("forward_only", "differentiable", "gradient_seconds", "gradient_compile_s"):
     assert np.isfinite(row[key]) and row[key] > 0, key
@@ -56,7 +58,7 @@ def test_gradients_quick(tmp_path):
                     row["gradient_seconds"] / row["differentiable_seconds"])
   assert row["gradient_finite"] is True
   assert row["gradient_temp_bytes_per_world"] < 20 * 2**20
-  assert json.loads(out.read_text())["rows"] == [row]
+  assert json.loads(out.read_text())["rows"] == rows
 
 
 def test_scenes_against_mujoco_quick(tmp_path):
