@@ -65,6 +65,13 @@ ROW_PIN = gauss_seidel.ROW_PIN
 # AVX vector of float32 lanes; every other width from 4 to 64 was slower on the 216-sphere pile
 # (figures: docs/architecture.md, Performance notes, "Coloured sweeps").
 COLOUR_WIDTH = 8
+# Solves of fewer rows (the zero, small and most quarter heads of the contact buffer) visit
+# them one by one: their colours hold few rows each, and the colouring cost more than it
+# saved. Forward-only, float32, batch 64, 50 steps, coloured / row by row: 2 boxes + 2
+# spheres sliding (10 contacts on the 24-slot head) 2,478 / 3,132 world-steps/s, compile
+# 40.3 / 29.7 s; 27 spheres settled (27 contacts, 72-slot head) 319 / 322; 64 spheres
+# settled (60 contacts, 136-slot head, batch 16) 108 / 99.
+COLOUR_MIN_ROWS = 32
 
 
 @dataclass
@@ -571,7 +578,8 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
                                compact_block=(block_move == "compact"
                                               and model.solver.differentiable),
                                colour_width=(COLOUR_WIDTH if has_singles and not has_systems
-                                             and not model.solver.differentiable else 1),
+                                             and not model.solver.differentiable
+                                             and rows >= COLOUR_MIN_ROWS else 1),
                                implicit=implicit)
   relative_c = gauss_seidel.rows_velocity(
       layout, problem, (state.bodies.linear_velocity, state.bodies.angular_velocity,

@@ -109,12 +109,13 @@ def test_no_active_row_gives_an_empty_sweep():
 
 
 def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
-  """The colour width the step compiles: 8 for single bodies under the forward-only solver;
-  1 (row by row) for the differentiable solver and for worlds with an articulated system.
-  The forward-only step traces its solve once per head of the contact buffer (0, 4, 8 and a
-  quarter of its slots) and once on the whole buffer (contact_dynamics.solve_contacts); with
-  a limited joint (the lander's arm) three times more: the zero and small heads without the
-  limit rows, for steps where none is active."""
+  """The colour width the step compiles: 8 for single bodies under the forward-only solver
+  where the solve has at least COLOUR_MIN_ROWS rows; 1 (row by row) for smaller solves, the
+  differentiable solver and worlds with an articulated system. The forward-only step traces
+  its solve once per head of the contact buffer (0, 4, 8 and a quarter of its slots: 16
+  here, below COLOUR_MIN_ROWS) and once on the whole buffer (contact_dynamics.solve_contacts);
+  with a limited joint (the lander's arm) three times more: the zero and small heads without
+  the limit rows, for steps where none is active."""
   seen = []
   original = gauss_seidel.solve
 
@@ -137,7 +138,8 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
     return list(seen), 1 + len(contact_heads.head_sizes(state.contacts.active.shape[0]))
 
   widths, solves = width(False, False)
-  assert widths == [contact_dynamics.COLOUR_WIDTH] * solves == [8] * 5
+  assert contact_heads.head_sizes(64) == (0, 4, 8, 16) and contact_dynamics.COLOUR_MIN_ROWS == 32
+  assert solves == 5 and widths == [1] * 4 + [contact_dynamics.COLOUR_WIDTH] == [1] * 4 + [8]
   assert width(True, False)[0] == [1]
   widths, solves = width(False, True)
   assert widths == [1] * (solves + 3) and solves == 5   # + the 0, 4 and 8 heads without limits
