@@ -9,6 +9,7 @@ from raisim_jax import batching as batching
 from raisim_jax.compile import compile_world as compile_world
 from raisim_jax.step import integrate1 as integrate1
 from raisim_jax.step import integrate2 as integrate2
+from raisim_jax.step import ROLLOUT_SAVED as ROLLOUT_SAVED
 from raisim_jax.step import rollout as rollout
 from raisim_jax.step import step as step
 from raisim_jax.struct import tree_replace as tree_replace
@@ -30,7 +31,8 @@ from raisim_jax.oo.world import ParameterContainer as ParameterContainer
 from raisim_jax.oo.world import World as World
 
 __all__ = [
-    "batching", "compile_world", "step", "integrate1", "integrate2", "rollout", "tree_replace",
+    "batching", "compile_world", "step", "integrate1", "integrate2", "rollout", "ROLLOUT_SAVED",
+    "tree_replace",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
     "ControlMode", "IntegrationScheme",
     "World", "ParameterContainer", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",

@@ -169,7 +169,7 @@ def rollout(model: Model, state: State, n_steps: int, controls: Control | None =
   with the implicit gradient (`SolverModel.gradient`) the contact solve's converged impulses
   (`gauss_seidel.IMPLICIT_SOLUTION`, (R, 3) per step), so it does not rerun the sweeps
   either (their derivative needs only the result). A scan of your own over `step` can do the
-  same with `jax.checkpoint(..., policy=ROLLOUT_SAVED)`.
+  same with `jax.checkpoint(..., policy=rj.ROLLOUT_SAVED)`.
 
   Args:
     model: Model.

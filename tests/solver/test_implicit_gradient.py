@@ -5,12 +5,17 @@ Oracles: float64 central finite differences where the contact mode does not chan
 velocities are unique, and the sweeps-unrolled derivative (the default) of a solve run to
 convergence."""
 
+import contextlib
+import io
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.ad_checkpoint import print_saved_residuals
 
 import raisim_jax as rj
+from raisim_jax.dynamics import gauss_seidel
 from tests.legged import scenarios
 
 
@@ -189,16 +194,9 @@ def test_world_sets_the_gradient_and_rejects_unknown_ones():
 
 
 def test_reverse_mode_keeps_the_converged_impulses_instead_of_rerunning_the_sweeps():
-  """`rollout`'s checkpoint policy saves each step's converged impulses (named
-  `gauss_seidel.IMPLICIT_SOLUTION`), so reverse mode's recompute of a step skips the primal
-  sweeps; the gradient is the same as without saving them."""
-  import contextlib
-  import io
-
-  from jax.ad_checkpoint import print_saved_residuals
-
-  from raisim_jax.dynamics import gauss_seidel
-  from raisim_jax.step import ROLLOUT_SAVED
+  """`rollout`'s checkpoint policy (`rj.ROLLOUT_SAVED`) saves each step's converged
+  impulses (named `gauss_seidel.IMPLICIT_SOLUTION`), so reverse mode's recompute of a step
+  skips the primal sweeps; the gradient is the same as without saving them."""
   model, state = _sliding_box_world()
   v0 = state.bodies.linear_velocity[1]
 
@@ -209,11 +207,11 @@ def test_reverse_mode_keeps_the_converged_impulses_instead_of_rerunning_the_swee
 
   printed = io.StringIO()
   with contextlib.redirect_stdout(printed):
-    print_saved_residuals(jax.checkpoint(one_step, policy=ROLLOUT_SAVED), v0)
+    print_saved_residuals(jax.checkpoint(one_step, policy=rj.ROLLOUT_SAVED), v0)
   named = [line.split()[0] for line in printed.getvalue().splitlines()
            if f"named {gauss_seidel.IMPLICIT_SOLUTION!r}" in line]
   assert named == [f"f64[{model.collision.contact_capacity},3]"]
   recomputed = jax.checkpoint(one_step, policy=jax.checkpoint_policies.nothing_saveable)
-  saving = jax.checkpoint(one_step, policy=ROLLOUT_SAVED)
+  saving = jax.checkpoint(one_step, policy=rj.ROLLOUT_SAVED)
   np.testing.assert_allclose(np.asarray(jax.jacrev(saving)(v0)),
                              np.asarray(jax.jacrev(recomputed)(v0)), rtol=1e-12, atol=1e-14)
