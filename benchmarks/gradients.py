@@ -79,14 +79,15 @@ def measure(batch, steps, repeats=2, gradients=("implicit",)):
   states = rj.batching.replicate(state, batch)
   shared = dict(batch=batch, steps=steps)
   _measure_rollout(shared, "forward_only", model, states, steps, repeats)
+  differentiable_model, _ = sliding_world(True)    # the same initial state as `states`
+  velocities = states.bodies.linear_velocity
   rows = []
   for gradient in gradients:
     row = dict(shared, gradient=gradient)
-    model, state = sliding_world(True)
-    model = model.replace(solver=model.solver.replace(gradient=gradient))
+    model = differentiable_model.replace(
+        solver=differentiable_model.solver.replace(gradient=gradient))
     _measure_rollout(row, "differentiable", model, states, steps, repeats)
     loss = _loss(model, steps)
-    velocities = states.bodies.linear_velocity
     compiled, row["gradient_compile_s"], temp = _compiled(
         jax.grad(lambda v, s, loss=loss: jnp.sum(jax.vmap(loss)(s, v))), velocities, states)
     _, seconds = timing.timed(lambda v, compiled=compiled: compiled(v, states), velocities,

@@ -135,11 +135,13 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
     model, state = world.compile()
     seen.clear()
     jax.eval_shape(rj.step, model, state)
-    return list(seen), 1 + len(contact_heads.head_sizes(state.contacts.active.shape[0]))
+    heads = contact_heads.head_sizes(state.contacts.active.shape[0])
+    return list(seen), 1 + len(heads), heads, state.contacts.active.shape[0]
 
-  widths, solves = width(False, False)
-  assert contact_heads.head_sizes(64) == (0, 4, 8, 16) and contact_dynamics.COLOUR_MIN_ROWS == 32
+  widths, solves, heads, capacity = width(False, False)
+  # The heads (16 slots at most) are below COLOUR_MIN_ROWS, the whole buffer is not.
+  assert heads == (0, 4, 8, 16) and heads[-1] < contact_dynamics.COLOUR_MIN_ROWS == 32 <= capacity
   assert solves == 5 and widths == [1] * 4 + [contact_dynamics.COLOUR_WIDTH] == [1] * 4 + [8]
   assert width(True, False)[0] == [1]
-  widths, solves = width(False, True)
+  widths, solves, _, _ = width(False, True)
   assert widths == [1] * (solves + 3) and solves == 5   # + the 0, 4 and 8 heads without limits

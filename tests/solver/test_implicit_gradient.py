@@ -205,13 +205,13 @@ def test_reverse_mode_keeps_the_converged_impulses_instead_of_rerunning_the_swee
         linear_velocity=state.bodies.linear_velocity.at[1].set(velocity)))
     return rj.step(model, start).bodies.linear_velocity
 
+  saving = jax.checkpoint(one_step, policy=rj.ROLLOUT_SAVED)
   printed = io.StringIO()
   with contextlib.redirect_stdout(printed):
-    print_saved_residuals(jax.checkpoint(one_step, policy=rj.ROLLOUT_SAVED), v0)
+    print_saved_residuals(saving, v0)
   named = [line.split()[0] for line in printed.getvalue().splitlines()
            if f"named {gauss_seidel.IMPLICIT_SOLUTION!r}" in line]
   assert named == [f"f64[{model.collision.contact_capacity},3]"]
   recomputed = jax.checkpoint(one_step, policy=jax.checkpoint_policies.nothing_saveable)
-  saving = jax.checkpoint(one_step, policy=rj.ROLLOUT_SAVED)
   np.testing.assert_allclose(np.asarray(jax.jacrev(saving)(v0)),
                              np.asarray(jax.jacrev(recomputed)(v0)), rtol=1e-12, atol=1e-14)
