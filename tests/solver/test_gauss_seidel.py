@@ -618,7 +618,9 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
   small head) and on all 9 (the quarter head, solved with the rows); with its arm at the
   limit (an active row, which follows the contact rows) lifted (the limit row alone), on 4
   and on all 9 contacts, also with frozen (sleeping) rows; each world in a batch of two
-  copies, and batches that mix them (one active world: with the rows)."""
+  copies, and batches that mix them (one active world: with the rows). Lifted with the
+  active row, the zero head solves the limit row without the single bodies (no contact row
+  has a single-body side), while the boxes on the lander fall freely."""
   model, state, velocity, terms = lander()
   model = with_solver(model, threshold=1e-12, max_iterations=300, differentiable=False)
   capacity = state.contacts.active.shape[0]
