@@ -207,6 +207,10 @@ def _local_solve(layout, problem, i, c_prime):
 
   if not (layout.num_limits or layout.num_pins):
     return contact(None)
+  # Without contact rows (the zero contact head) the contact branch is never taken: a limit
+  # or pin solve stands in for it, so the local contact solve is not traced there.
+  if layout.rows == layout.num_limits + layout.num_pins:
+    contact = limit if layout.num_limits else pin
   branches = (contact, limit if layout.num_limits else contact,
               pin if layout.num_pins else contact)
   return jax.lax.switch(problem["kind"][i], branches, None)
