@@ -39,6 +39,7 @@ stays active.
 """
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +52,7 @@ from raisim_jax.dynamics import (articulated_integrate, contact_solver, gauss_se
 from raisim_jax.dynamics import pins as pins_lib
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import dense, rotation
-from raisim_jax.struct import dataclass
+from raisim_jax.struct import dataclass, static_field
 from raisim_jax.types import (BodyType, Contacts, JointLimitModel, Model, State,
                               StepVelocity)
 
@@ -302,39 +303,66 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   48 / 16 / 8 slots. The buffer is active-first, so when the active count (of every world of a
   batch: `batched_cond.any_world`) fits in a head, solving the head alone is the same solve;
   the tail keeps its empty slots (zero impulse, identity inverse apparent inertia, as the
-  whole solve reports them). Each size is one more traced solve (compile time).
-  Differentiable mode solves the whole buffer: more branches would multiply the compile of
-  its gradients. Arguments and result as `_solve`.
+  whole solve reports them). Each size is one more traced setup and, but for the small heads
+  of worlds with articulated systems (which share one), one more traced sweep loop (compile
+  time). Differentiable mode solves the whole buffer: more branches would multiply the
+  compile of its gradients. Arguments and result as `_solve`.
   """
   capacity = contacts.active.shape[0]
   heads = contact_heads.head_sizes(capacity)
   if model.solver.differentiable or not heads:
     return _solve(model, state, velocity, contacts, terms, frozen_rows)
   count = jnp.sum(contacts.active.astype(jnp.int32))
+  tier = contact_heads.tier(count, heads)
 
   # The limit rows once for every branch (None without limited joints).
   limits = joint_limits.limit_rows(model, state, tuple(t.free_velocity for t in terms),
                                    model.time_step)
+  has_systems = _system_offsets(model)[1] > 0      # as `_solve` decides it
 
-  def on_head(head, _, model=model, state=state, limits=limits, singles=True):
-    solution = _solve(model, state, velocity, contact_heads.leading(contacts, head), terms,
-                      None if frozen_rows is None else frozen_rows[:head], limits, singles)
+  def on_heads(sizes, _, model=model, state=state, limits=limits, singles=True):
+    """The solve on the smallest of the heads `sizes` (consecutive entries of `heads`) that
+    holds every world's contacts, their rows set up on that head and padded with empty
+    contact rows to the largest (`_with_empty_contact_rows`), so that the heads share one
+    traced sweep loop."""
+    def set_up(size, _):
+      return _set_up_rows(model, state, velocity, contact_heads.leading(contacts, size), terms,
+                          None if frozen_rows is None else frozen_rows[:size], limits, singles)
+
+    if len(sizes) == 1:
+      rows = set_up(sizes[0], None)
+    else:
+      padded = lambda size, _: _with_empty_contact_rows(set_up(size, _), contacts, sizes[-1])
+      rows = jax.lax.switch(tier - heads.index(sizes[0]),
+                            [functools.partial(padded, size) for size in sizes], None)
+    solution = _finish(model, state, velocity, rows, _sweep(rows))
     tail = contacts.replace(
         impulse=jnp.zeros_like(contacts.impulse),
         inverse_apparent_inertia=jnp.broadcast_to(jnp.eye(3, dtype=model.dtype),
                                                   contacts.inverse_apparent_inertia.shape))
     return solution.replace(contacts=contact_heads.with_leading(tail, solution.contacts))
 
-  tier = contact_heads.tier(count, heads)
-  has_systems = _system_offsets(model)[1] > 0      # as `_solve` decides it
+  # In worlds with articulated systems the small heads share one traced sweep loop (rows
+  # padded to the larger head): Gymnasium's humanoid compiled ~5 s faster (three alternating
+  # runs: 64.8 -> 59.7 s on average), at the same step time. The lean small heads keep their
+  # own: padded, the standing quadruped's (lean head of 4) step ran ~10% slower; so do worlds
+  # of single bodies, whose steps are as cheap (docs/architecture.md, "Compile time of the
+  # heads").
+  small = tuple(h for h in heads if 0 < h <= max(contact_heads.SMALL_HEADS))
+  shared = small if has_systems else ()
+  groups = ([(0,)] + [shared] * bool(shared)
+            + [(h,) for h in heads if h > 0 and h not in shared])
   # The zero head has no contact row, so no row has a single-body side: its solve leaves the
-  # single bodies out (the same solve; the humanoid's program compiled ~3 s faster). Worlds
-  # without articulated systems keep them, as the zero head was measured for them.
-  branches = ([functools.partial(on_head, head, singles=head > 0 or not has_systems)
-               for head in heads]
+  # single bodies out (the same solve, fewer kernels; the humanoid in the air with active
+  # limits stepped 3-9% faster). Worlds without articulated systems keep them, as the zero
+  # head was measured for them.
+  branches = ([functools.partial(on_heads, sizes, singles=sizes != (0,) or not has_systems)
+               for sizes in groups]
               + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows, limits)])
+  branch_of_tier = [k for k, sizes in enumerate(groups) for _ in sizes] + [len(groups)]
   drop_limits = bool(model.joint_limits.count)
   drop_singles = has_systems and model.num_bodies > 0
+  lean_branch = None
   if drop_limits or drop_singles:
     # Lean small heads, taken where they give the same solve for every world of the batch
     # (the usual case for robots standing or walking on the ground): no limit row is active
@@ -358,15 +386,73 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
       inactive = joint_limits.limit_state(state.joint_limits, limits,
                                           jnp.zeros_like(limits["gap"]))
 
-    def lean_head(head, _):
-      solution = on_head(head, _, model=lean_model, state=lean_state,
-                         limits=None if drop_limits else limits, singles=not drop_singles)
+    def lean_heads(sizes, _):
+      solution = on_heads(sizes, _, model=lean_model, state=lean_state,
+                          limits=None if drop_limits else limits, singles=not drop_singles)
       return solution if inactive is None else solution.replace(joint_limits=inactive)
 
-    lean_heads = tuple(h for h in heads if h <= max(contact_heads.SMALL_HEADS))
-    tier = jnp.where(lean & (tier < len(lean_heads)), len(branches) + tier, tier)
-    branches += [functools.partial(lean_head, head) for head in lean_heads]
-  return jax.lax.switch(tier, branches, None)
+    lean_groups = [(0,)] + [(h,) for h in small]      # their own sweeps: see above
+    lean_branch = [len(branches) + k for k, sizes in enumerate(lean_groups) for _ in sizes]
+    branches += [functools.partial(lean_heads, sizes) for sizes in lean_groups]
+  branch = jnp.asarray(branch_of_tier, jnp.int32)[tier]
+  if lean_branch is not None:
+    fits = tier < len(lean_branch)
+    lean_index = jnp.asarray(lean_branch, jnp.int32)[jnp.minimum(tier, len(lean_branch) - 1)]
+    branch = jnp.where(lean & fits, lean_index, branch)
+  return jax.lax.switch(branch, branches, None)
+
+
+# gauss_seidel problem entries that are not per row (every other entry has R rows).
+_NOT_PER_ROW = ("threshold", "max_iterations", "reverse_order", "pin_inverse", "inv_mass",
+                "inv_inertia")
+
+
+def _with_empty_contact_rows(rows: "_Rows", buffer: Contacts, size: int) -> "_Rows":
+  """`rows` set up on the first C slots of the contact buffer `buffer`, extended to its first
+  `size` slots: empty contact rows (inactive, no body, identity Delassus block, zero
+  Jacobian and warm start) inserted after the C contact rows, before the joint-limit and pin
+  rows, and the buffer's own (inactive) slots C..size-1 as their contacts. The sweeps visit
+  active rows only, so the solve is the same up to rounding (sums over the rows may associate
+  differently); its layout is that of every head padded to `size`, so they share one traced
+  sweep loop."""
+  head = rows.contacts.active.shape[0]
+  extra = size - head
+  if not extra:
+    return rows
+
+  def insert(x, fill):
+    filler = jnp.broadcast_to(jnp.asarray(fill, x.dtype), (extra,) + x.shape[1:])
+    return jnp.concatenate([x[:head], filler, x[head:]])
+
+  def append(x, fill):
+    return jnp.concatenate([x, jnp.full((extra,) + x.shape[1:], fill, x.dtype)])
+
+  eye = np.eye(3)
+  no_body = 0 if rows.inv_mass is None else rows.inv_mass.shape[0]   # island rows: n
+  fills = dict(frame=eye, delassus=eye, kind=ROW_CONTACT, row_active=False, index_a=0,
+               index_b=0, weight_a=0, weight_b=0, r_a=0, r_b=0, jac=0, inverse_jt=0,
+               friction=0, target=0, island_body=no_body)
+  layout = rows.layout
+  assert layout.colour_width == 1, "padded rows would change a coloured schedule"
+  problem = {}
+  for key, value in rows.problem.items():
+    assert key in fills or key in _NOT_PER_ROW, f"problem[{key!r}]: per row or not?"
+    problem[key] = insert(value, fills[key]) if key in fills else value
+  tail = contact_heads.leading(buffer, size)
+  single = rows.single
+  if single is not None:
+    single = tuple(append(x, False if x.dtype == bool else 0) for x in single)
+  return rows.replace(
+      layout=layout._replace(rows=layout.rows + extra), problem=problem,
+      impulse0=insert(rows.impulse0, 0),
+      found=contact_heads.with_leading(tail, rows.found),
+      contacts=contact_heads.with_leading(tail, rows.contacts),
+      frozen_rows=None if rows.frozen_rows is None else append(rows.frozen_rows, False),
+      active_c=append(rows.active_c, False),
+      unmasked_delassus=insert(rows.unmasked_delassus, eye),
+      single=single,
+      touches=None if rows.touches is None else insert(rows.touches, False),
+      inverse_jt=None if rows.inverse_jt is None else insert(rows.inverse_jt, 0))
 
 
 def _touches_moving_single(model: Model, state: State, velocity: StepVelocity,
@@ -393,7 +479,61 @@ BLOCK_MOVES = ("compact", "every_row", "off")   # SolverModel.block_move
 def _solve(model: Model, state: State, velocity: StepVelocity,
            contacts: Contacts, terms=(), frozen_rows=None, limits=None,
            singles=True) -> ContactSolution:
-  """Solves the world's contact and joint-limit problem over every slot of `contacts`.
+  """Solves the world's contact and joint-limit problem over every slot of `contacts`:
+  `_set_up_rows`, the Gauss-Seidel sweeps (`gauss_seidel.solve`), `_finish`.
+  Arguments as `_set_up_rows`."""
+  rows = _set_up_rows(model, state, velocity, contacts, terms, frozen_rows, limits, singles)
+  return _finish(model, state, velocity, rows, _sweep(rows))
+
+
+def _sweep(rows: "_Rows"):
+  """(velocity, impulses, sweeps) of `gauss_seidel.solve` on the rows."""
+  return gauss_seidel.solve(rows.layout, rows.problem, rows.free_velocity, rows.impulse0)
+
+
+@dataclass
+class _Rows:
+  """One world's contact problem, set up (`_set_up_rows`) for the sweeps and what `_finish`
+  needs after them. R rows: C contact rows, then L joint-limit and P pin rows.
+
+  Attributes:
+    layout: static gauss_seidel.Layout.
+    problem: gauss_seidel's problem dict (its row arrays have R rows).
+    free_velocity: (linear (n, 3), angular (n, 3), generalized (NV,)) without contacts.
+    impulse0: (R, 3) warm start.
+    found: the contacts as given (frozen ones active), C slots.
+    contacts: the contacts solved (frozen ones inactive; immobile ones still active).
+    frozen_rows: None or (C,) bool.
+    active_c: (C,) bool contact rows solved.
+    unmasked_delassus: (R, 3, 3) Delassus blocks before inactive rows became identity.
+    limits: None or this step's joint-limit rows (`joint_limits.limit_rows`).
+    single: None or (single_a, single_b, body_a, body_b) (C,) of the single-body sides,
+      with `inv_mass` (n,).
+    touches: None or (R, S) bool rows acting on each system; inverse_jt (R, NV, 3).
+    pin_inverse, pin_error: None or the pin rows' (P, 3, 3) pseudo-inverses and (P, 3) errors.
+  """
+  layout: Any = static_field()
+  problem: dict
+  free_velocity: tuple
+  impulse0: jax.Array
+  found: Contacts
+  contacts: Contacts
+  frozen_rows: Any
+  active_c: jax.Array
+  unmasked_delassus: jax.Array
+  limits: Any
+  single: Any
+  inv_mass: Any
+  touches: Any
+  inverse_jt: Any
+  pin_inverse: Any
+  pin_error: Any
+
+
+def _set_up_rows(model: Model, state: State, velocity: StepVelocity,
+                 contacts: Contacts, terms=(), frozen_rows=None, limits=None,
+                 singles=True) -> _Rows:
+  """Sets up the world's contact and joint-limit problem over every slot of `contacts`.
 
   Args:
     model: Model.
@@ -411,7 +551,7 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
       computed): the caller's promise that no contact touches a single body that moves.
 
   Returns:
-    ContactSolution.
+    _Rows.
   """
   block_move = model.solver.block_move
   if block_move not in BLOCK_MOVES:
@@ -609,11 +749,35 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
     target = jnp.concatenate([target, jnp.zeros((num_pins,), dtype)])
     impulse0 = jnp.concatenate([impulse0, state.pins.impulse])
   problem.update(friction=friction, target=target)
+  return _Rows(
+      layout=layout, problem=problem, free_velocity=free_velocity, impulse0=impulse0,
+      found=found, contacts=contacts, frozen_rows=frozen_rows, active_c=active_c,
+      unmasked_delassus=unmasked_delassus, limits=limits if num_limits else None,
+      single=(single_a, single_b, body_a, body_b) if has_singles else None,
+      inv_mass=inv_mass if has_singles else None,
+      touches=touches if has_systems else None,
+      inverse_jt=inverse_jt if has_systems else None,
+      pin_inverse=pin_inverse if num_pins else None,
+      pin_error=pin_error if num_pins else None)
 
-  # ---- Gauss-Seidel sweeps (dynamics/gauss_seidel.py) ---------------------------------------
-  carry_velocity, impulses, iterations = gauss_seidel.solve(layout, problem, free_velocity,
-                                                            impulse0)
 
+def _finish(model: Model, state: State, velocity: StepVelocity, rows: _Rows,
+            swept) -> ContactSolution:
+  """The ContactSolution of the rows `rows` (set up from `state`) and the sweeps' result
+  `swept` ((velocity, impulses (R, 3), sweeps) of `gauss_seidel.solve`): reported contacts
+  and limit and pin states, the position correction (erp * penetration, no velocity added)."""
+  layout, problem = rows.layout, rows.problem
+  carry_velocity, impulses, iterations = swept
+  dtype = model.dtype
+  n = model.num_bodies
+  offsets, _ = _system_offsets(model)
+  num_systems = len(model.articulated)
+  contacts, found, frozen_rows, limits = rows.contacts, rows.found, rows.frozen_rows, rows.limits
+  capacity = contacts.active.shape[0]
+  num_limits = 0 if limits is None else model.joint_limits.count
+  num_pins = layout.num_pins
+  has_singles, has_systems = rows.single is not None, layout.has_systems
+  delassus, active_c, depth = problem["delassus"], rows.active_c, contacts.depth
   linear, angular, generalized = carry_velocity
   velocity = velocity.replace(linear=linear, angular=angular)
   contacts = contacts.replace(impulse=impulses[:capacity],
@@ -624,7 +788,7 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
         active=found.active,
         impulse=jnp.where(frozen_rows[:, None], found.impulse, contacts.impulse),
         inverse_apparent_inertia=jnp.where(frozen_rows[:, None, None],
-                                           unmasked_delassus[:capacity],
+                                           rows.unmasked_delassus[:capacity],
                                            contacts.inverse_apparent_inertia))
 
   # ---- position correction (erp * penetration, no velocity added) ---------------------------
@@ -637,21 +801,21 @@ def _solve(model: Model, state: State, velocity: StepVelocity,
         [penetration, jnp.where(limits["active"], limit_state.violation, 0.0)])
   body_displacement = jnp.zeros((n, 3), dtype)
   if has_singles:
-    body_displacement = _single_body_correction(model, contacts, single_a, single_b, body_a,
-                                                body_b, inv_mass)
+    body_displacement = _single_body_correction(model, contacts, *rows.single, rows.inv_mass)
   pin_state = None
   if num_pins:
-    pin_state = state.pins.replace(impulse=impulses[capacity + num_limits:], error=pin_error)
+    pin_state = state.pins.replace(impulse=impulses[capacity + num_limits:],
+                                   error=rows.pin_error)
     penetration = jnp.concatenate([penetration, jnp.zeros((num_pins,), dtype)])
   generalized_displacement = ()
   if has_systems:
     push = model.solver.erp * penetration / delassus[:, 2, 2]
-    counts = jnp.sum((touches & (penetration > 0)[:, None]).astype(dtype), axis=0)
-    displacement = jnp.einsum("rn,r->n", inverse_jt[:, :, 2], push)
+    counts = jnp.sum((rows.touches & (penetration > 0)[:, None]).astype(dtype), axis=0)
+    displacement = jnp.einsum("rn,r->n", rows.inverse_jt[:, :, 2], push)
     pin_displacement = 0.0
     if num_pins:
-      request = -model.solver.erp * jnp.einsum("pij,pj->pi", pin_inverse, pin_error)
-      pin_displacement = jnp.einsum("pnj,pj->n", inverse_jt[rows - num_pins:], request)
+      request = -model.solver.erp * jnp.einsum("pij,pj->pi", rows.pin_inverse, rows.pin_error)
+      pin_displacement = jnp.einsum("pnj,pj->n", rows.inverse_jt[layout.rows - num_pins:], request)
     pieces = []
     for s in range(num_systems):
       nv = model.articulated[s].num_gv

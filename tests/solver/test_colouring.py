@@ -114,8 +114,9 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
   differentiable solver and worlds with an articulated system. The forward-only step traces
   its solve once per head of the contact buffer (0, 4, 8 and a quarter of its slots: 16
   here, below COLOUR_MIN_ROWS) and once on the whole buffer (contact_dynamics.solve_contacts);
-  with a limited joint (the lander's arm) three times more: the zero and small heads without
-  the limit rows, for steps where none is active."""
+  with an articulated system (the lander) the 4 and 8 heads share one sweep loop, and its
+  limited joint adds three: the zero and small heads without the limit rows, for steps where
+  none is active."""
   seen = []
   original = gauss_seidel.solve
 
@@ -144,4 +145,5 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
   assert solves == 5 and widths == [1] * 4 + [contact_dynamics.COLOUR_WIDTH] == [1] * 4 + [8]
   assert width(True, False)[0] == [1]
   widths, solves, _, _ = width(False, True)
-  assert widths == [1] * (solves + 3) and solves == 5   # + the 0, 4 and 8 heads without limits
+  # The 4 and 8 heads share one sweep loop; + the 0, 4 and 8 heads without limits.
+  assert widths == [1] * (solves - 1 + 3) and solves == 5

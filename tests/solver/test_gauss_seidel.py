@@ -645,6 +645,35 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
   assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
 
 
+def test_small_heads_of_a_robot_world_share_one_traced_sweep_loop(monkeypatch):
+  """In a world with an articulated system, forward-only mode sets the rows of the small
+  heads (4 and 8 slots) up on their own head and pads them with empty contact rows to the
+  larger one, so both heads run one traced sweep loop (contact_dynamics.solve_contacts); the
+  lean small heads and every other head keep their own. The sweep loops traced for the
+  lander (1 joint-limit row, no pin): the zero head (the limit row), the shared small heads
+  (8 contact rows + the limit row), the quarter head, the whole buffer, and the lean zero, 4
+  and 8 heads (no limit row). (That the padded solve equals the whole-buffer solve: the
+  lander's worlds on 4 contacts in the tests around this one.)"""
+  model, state, velocity, terms = lander()
+  model = with_solver(model, differentiable=False)
+  capacity = state.contacts.active.shape[0]
+  zero, four, eight, quarter = contact_heads.head_sizes(capacity)
+  limits = model.joint_limits.count
+  assert (zero, four, eight, limits) == (0, 4, 8, 1), (contact_heads.head_sizes(capacity), limits)
+  traced = []
+  original = gauss_seidel.solve
+
+  def counted(layout, *args):
+    traced.append(layout.rows)
+    return original(layout, *args)
+
+  monkeypatch.setattr(gauss_seidel, "solve", counted)
+  jax.eval_shape(lambda s, v: contact_dynamics.solve_contacts(model, s, v, s.contacts, terms),
+                 state, velocity)
+  assert sorted(traced) == sorted([limits, eight + limits, quarter + limits,
+                                   capacity + limits, 0, four, eight]), traced
+
+
 def test_lean_heads_leave_out_only_single_bodies_that_do_not_move():
   """Forward-only mode solves the small heads without the single bodies where no contact
   touches one that can move (contact_dynamics.solve_contacts: a robot on the ground). The
