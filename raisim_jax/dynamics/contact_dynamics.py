@@ -427,12 +427,12 @@ def _with_empty_contact_rows(rows: "_Rows", buffer: Contacts, size: int) -> "_Ro
   def append(x, fill):
     return jnp.concatenate([x, jnp.full((extra,) + x.shape[1:], fill, x.dtype)])
 
+  layout = rows.layout
   eye = np.eye(3)
-  no_body = 0 if rows.inv_mass is None else rows.inv_mass.shape[0]   # island rows: n
+  no_body = rows.problem["inv_mass"].shape[0] if layout.has_singles else 0   # island rows: n
   fills = dict(frame=eye, delassus=eye, kind=ROW_CONTACT, row_active=False, index_a=0,
                index_b=0, weight_a=0, weight_b=0, r_a=0, r_b=0, jac=0, inverse_jt=0,
                friction=0, target=0, island_body=no_body)
-  layout = rows.layout
   assert layout.colour_width == 1, "padded rows would change a coloured schedule"
   problem = {}
   for key, value in rows.problem.items():
@@ -451,8 +451,7 @@ def _with_empty_contact_rows(rows: "_Rows", buffer: Contacts, size: int) -> "_Ro
       active_c=append(rows.active_c, False),
       unmasked_delassus=insert(rows.unmasked_delassus, eye),
       single=single,
-      touches=None if rows.touches is None else insert(rows.touches, False),
-      inverse_jt=None if rows.inverse_jt is None else insert(rows.inverse_jt, 0))
+      touches=None if rows.touches is None else insert(rows.touches, False))
 
 
 def _touches_moving_single(model: Model, state: State, velocity: StepVelocity,
@@ -507,10 +506,11 @@ class _Rows:
     active_c: (C,) bool contact rows solved.
     unmasked_delassus: (R, 3, 3) Delassus blocks before inactive rows became identity.
     limits: None or this step's joint-limit rows (`joint_limits.limit_rows`).
-    single: None or (single_a, single_b, body_a, body_b) (C,) of the single-body sides,
-      with `inv_mass` (n,).
-    touches: None or (R, S) bool rows acting on each system; inverse_jt (R, NV, 3).
-    pin_inverse, pin_error: None or the pin rows' (P, 3, 3) pseudo-inverses and (P, 3) errors.
+    single: None or (single_a, single_b, body_a, body_b) (C,) of the single-body sides.
+    touches: None or (R, S) bool rows acting on each system.
+    pin_error: None or the pin rows' (P, 3) errors.
+  The single bodies' inverse masses, M_eff^-1 J^T and the pin rows' pseudo-inverses are
+  `problem`'s (inv_mass, inverse_jt, pin_inverse).
   """
   layout: Any = static_field()
   problem: dict
@@ -523,10 +523,7 @@ class _Rows:
   unmasked_delassus: jax.Array
   limits: Any
   single: Any
-  inv_mass: Any
   touches: Any
-  inverse_jt: Any
-  pin_inverse: Any
   pin_error: Any
 
 
@@ -754,10 +751,7 @@ def _set_up_rows(model: Model, state: State, velocity: StepVelocity,
       found=found, contacts=contacts, frozen_rows=frozen_rows, active_c=active_c,
       unmasked_delassus=unmasked_delassus, limits=limits if num_limits else None,
       single=(single_a, single_b, body_a, body_b) if has_singles else None,
-      inv_mass=inv_mass if has_singles else None,
       touches=touches if has_systems else None,
-      inverse_jt=inverse_jt if has_systems else None,
-      pin_inverse=pin_inverse if num_pins else None,
       pin_error=pin_error if num_pins else None)
 
 
@@ -774,9 +768,8 @@ def _finish(model: Model, state: State, velocity: StepVelocity, rows: _Rows,
   num_systems = len(model.articulated)
   contacts, found, frozen_rows, limits = rows.contacts, rows.found, rows.frozen_rows, rows.limits
   capacity = contacts.active.shape[0]
-  num_limits = 0 if limits is None else model.joint_limits.count
-  num_pins = layout.num_pins
-  has_singles, has_systems = rows.single is not None, layout.has_systems
+  num_limits, num_pins = layout.num_limits, layout.num_pins
+  has_singles, has_systems = layout.has_singles, layout.has_systems
   delassus, active_c, depth = problem["delassus"], rows.active_c, contacts.depth
   linear, angular, generalized = carry_velocity
   velocity = velocity.replace(linear=linear, angular=angular)
@@ -801,7 +794,8 @@ def _finish(model: Model, state: State, velocity: StepVelocity, rows: _Rows,
         [penetration, jnp.where(limits["active"], limit_state.violation, 0.0)])
   body_displacement = jnp.zeros((n, 3), dtype)
   if has_singles:
-    body_displacement = _single_body_correction(model, contacts, *rows.single, rows.inv_mass)
+    body_displacement = _single_body_correction(model, contacts, *rows.single,
+                                                problem["inv_mass"])
   pin_state = None
   if num_pins:
     pin_state = state.pins.replace(impulse=impulses[capacity + num_limits:],
@@ -811,11 +805,13 @@ def _finish(model: Model, state: State, velocity: StepVelocity, rows: _Rows,
   if has_systems:
     push = model.solver.erp * penetration / delassus[:, 2, 2]
     counts = jnp.sum((rows.touches & (penetration > 0)[:, None]).astype(dtype), axis=0)
-    displacement = jnp.einsum("rn,r->n", rows.inverse_jt[:, :, 2], push)
+    displacement = jnp.einsum("rn,r->n", problem["inverse_jt"][:, :, 2], push)
     pin_displacement = 0.0
     if num_pins:
-      request = -model.solver.erp * jnp.einsum("pij,pj->pi", rows.pin_inverse, rows.pin_error)
-      pin_displacement = jnp.einsum("pnj,pj->n", rows.inverse_jt[layout.rows - num_pins:], request)
+      request = -model.solver.erp * jnp.einsum("pij,pj->pi", problem["pin_inverse"],
+                                               rows.pin_error)
+      pin_displacement = jnp.einsum("pnj,pj->n", problem["inverse_jt"][layout.rows - num_pins:],
+                                    request)
     pieces = []
     for s in range(num_systems):
       nv = model.articulated[s].num_gv
