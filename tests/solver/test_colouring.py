@@ -108,7 +108,7 @@ def test_no_active_row_gives_an_empty_sweep():
   assert _sweep(layout, problem) == []
 
 
-def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
+def test_only_forward_only_solves_of_single_bodies_are_coloured(traced_layouts):
   """The colour width the step compiles: 8 for single bodies under the forward-only solver
   where the solve has at least COLOUR_MIN_ROWS rows; 1 (row by row) for smaller solves, the
   differentiable solver and worlds with an articulated system. The forward-only step traces
@@ -117,15 +117,6 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
   with an articulated system (the lander) the 4 and 8 heads share one sweep loop, and its
   limited joint adds three: the zero and small heads without the limit rows, for steps where
   none is active."""
-  seen = []
-  original = gauss_seidel.solve
-
-  def spy(layout, *args):
-    seen.append(layout.colour_width)
-    return original(layout, *args)
-
-  monkeypatch.setattr(gauss_seidel, "solve", spy)
-
   def width(differentiable, robot):
     world = rj.World()
     world.addGround()
@@ -134,10 +125,11 @@ def test_only_forward_only_solves_of_single_bodies_are_coloured(monkeypatch):
       world.addArticulatedSystem(LANDER)
     world.setContactSolverDifferentiable(differentiable)
     model, state = world.compile()
-    seen.clear()
+    traced_layouts.clear()
     jax.eval_shape(rj.step, model, state)
     heads = contact_heads.head_sizes(state.contacts.active.shape[0])
-    return list(seen), 1 + len(heads), heads, state.contacts.active.shape[0]
+    return ([layout.colour_width for layout in traced_layouts], 1 + len(heads), heads,
+            state.contacts.active.shape[0])
 
   widths, solves, heads, capacity = width(False, False)
   # The heads (16 slots at most) are below COLOUR_MIN_ROWS, the whole buffer is not.

@@ -645,7 +645,7 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
   assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
 
 
-def test_small_heads_of_a_robot_world_share_one_traced_sweep_loop(monkeypatch):
+def test_small_heads_of_a_robot_world_share_one_traced_sweep_loop(traced_layouts):
   """In a world with an articulated system, forward-only mode sets the rows of the small
   heads (4 and 8 slots) up on their own head and pads them with empty contact rows to the
   larger one, so both heads run one traced sweep loop (contact_dynamics.solve_contacts); the
@@ -660,16 +660,9 @@ def test_small_heads_of_a_robot_world_share_one_traced_sweep_loop(monkeypatch):
   zero, four, eight, quarter = contact_heads.head_sizes(capacity)
   limits = model.joint_limits.count
   assert (zero, four, eight, limits) == (0, 4, 8, 1), (contact_heads.head_sizes(capacity), limits)
-  traced = []
-  original = gauss_seidel.solve
-
-  def counted(layout, *args):
-    traced.append(layout.rows)
-    return original(layout, *args)
-
-  monkeypatch.setattr(gauss_seidel, "solve", counted)
   jax.eval_shape(lambda s, v: contact_dynamics.solve_contacts(model, s, v, s.contacts, terms),
                  state, velocity)
+  traced = [layout.rows for layout in traced_layouts]
   assert sorted(traced) == sorted([limits, eight + limits, quarter + limits,
                                    capacity + limits, 0, four, eight]), traced
 
