@@ -350,6 +350,27 @@ def test_a_batch_without_contacts_gets_the_empty_buffer():
     equal(world_k(mixed, k), jax.jit(detection.detect_contacts)(model, state))
 
 
+def _heads_and_whole_buffer(monkeypatch, model, states, batched):
+  """Forward-only detection of every state of `states` (a dict) alone and of the batch of
+  states `batched` (keys of `states`), with the buffer's heads, then with them turned off
+  (the whole-buffer compaction): (with heads, whole), each (dict of Contacts, batched
+  Contacts)."""
+  detect = lambda s: detection.detect_contacts(model, s)
+  batch = jax.tree.map(lambda *x: jnp.stack(x), *(states[k] for k in batched))
+  with_heads = ({k: jax.jit(detect)(s) for k, s in states.items()},
+                jax.jit(jax.vmap(detect))(batch))
+  with monkeypatch.context() as patch:
+    patch.setattr(contact_heads, "head_sizes", lambda capacity: ())
+    whole = ({k: jax.jit(detect)(s) for k, s in states.items()},
+             jax.jit(jax.vmap(detect))(batch))
+  return with_heads, whole
+
+
+def _assert_equal_trees(got, want):
+  jax.tree.map(lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)),
+               got, want)
+
+
 def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(monkeypatch):
   """Forward-only detection compacts into the smallest head of the buffer that holds every
   world's contacts (`contact_heads.head_sizes`: 0, 4, 8, 24 slots here). With 0, 1, 2, 4 and
@@ -367,19 +388,46 @@ def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(m
     model, states[resting] = world.compile()
   capacity = states[0].contacts.active.shape[0]
   assert contact_heads.head_sizes(capacity) == (0, 4, 8, 24) and capacity > 32
-  detect = lambda s: detection.detect_contacts(model, s)
-  stack = lambda *x: jnp.stack(x)
-  equal = lambda got, want: jax.tree.map(
-      lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)), got, want)
-  batch = jax.tree.map(stack, states[1], states[4], states[0], states[2])
-  with_heads = ({k: jax.jit(detect)(s) for k, s in states.items()},
-                jax.jit(jax.vmap(detect))(batch))
-  monkeypatch.setattr(contact_heads, "head_sizes", lambda capacity: ())
-  whole = ({k: jax.jit(detect)(s) for k, s in states.items()},
-           jax.jit(jax.vmap(detect))(batch))
+  with_heads, whole = _heads_and_whole_buffer(monkeypatch, model, states, (1, 4, 0, 2))
   for resting in states:
     assert int(np.sum(np.asarray(with_heads[0][resting].active))) == 4 * resting
-  equal(with_heads, whole)
+  _assert_equal_trees(with_heads, whole)
+
+
+def test_small_heads_gather_contacts_of_every_narrowphase_group(monkeypatch):
+  """The small heads gather each contact from its own narrowphase group's candidate points
+  (`detection.detect_contacts.flat_at`, selecting by slot range), the larger ones from the
+  groups' concatenation. Bodies of four groups (box, sphere and capsule on the ground, a
+  sphere on a box) rest in seven combinations whose 1 to 8 contacts come from the first,
+  last, middle or several groups: every buffer, alone and batched, equals the whole-buffer
+  compaction, and each holds the contacts the closed forms count."""
+  world = rj.World()
+  world.addGround()
+  box = world.addBox(0.2, 0.2, 0.2, 1.0)
+  sphere = world.addSphere(0.1, 1.0)
+  capsule = world.addCapsule(0.05, 0.3, 1.0)
+  top = world.addSphere(0.05, 0.2)          # on the box when the box rests
+  world.setContactSolverDifferentiable(False)
+  capsule.setOrientation(np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0)   # (w, x, y, z): lying on y
+  # Each body's (resting pose, contacts there); in the air all are far above the ground.
+  resting = {box: ((0.0, 0.0, 0.099), 4), sphere: ((2.0, 0.0, 0.099), 1),
+             capsule: ((4.0, 0.0, 0.049), 2), top: ((0.0, 0.0, 0.248), 1)}
+  combos = {"none": (), "sphere": (sphere,), "capsule": (capsule,), "box": (box,),
+            "sphere+capsule": (sphere, capsule), "box+top": (box, top),
+            "all": (box, sphere, capsule, top)}
+  states, expected = {}, {}
+  for name, down in combos.items():
+    for k, (body, (pose, _)) in enumerate(resting.items()):
+      body.setPosition(*(pose if body in down else (2.0 * k, 5.0, 3.0)))
+    model, states[name] = world.compile()
+    expected[name] = sum(resting[body][1] for body in down)
+  capacity = states["none"].contacts.active.shape[0]
+  assert len(model.collision.groups) >= 4 and len(contact_heads.head_sizes(capacity)) >= 3
+  with_heads, whole = _heads_and_whole_buffer(
+      monkeypatch, model, states, ("sphere", "box+top", "none", "capsule", "all"))
+  for name, count in expected.items():
+    assert int(np.sum(np.asarray(with_heads[0][name].active))) == count, name
+  _assert_equal_trees(with_heads, whole)
 
 
 @pytest.mark.parametrize("n", [1, 7, 32, 414, 1000])
