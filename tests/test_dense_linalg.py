@@ -330,3 +330,67 @@ def test_a_robot_without_moving_joints_steps():
   # Semi-implicit Euler free fall (the ball is far from the robot and the ground).
   dt, g = world.getTimeStep(), 9.81
   np.testing.assert_allclose(ball.getPosition()[2], 0.5 - g * dt * dt * 5 * 6 / 2, atol=1e-9)
+
+
+def _robot_systems():
+  """(name, ArticulatedModel, start State of it) of robots with a floating base and legs
+  (rsc quadruped, Gymnasium's humanoid), a fixed-base arm, and a tree with every joint type."""
+  import warnings
+  from tests.test_mjcf import ASSETS
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")   # MJCF features the reader maps approximately
+    humanoid = rj.World(os.path.join(ASSETS, "humanoid.xml"))
+  out = [("humanoid", humanoid)]
+  for name in ("quadruped", "fixed_arm", "all_joints"):
+    world = rj.World()
+    world.addArticulatedSystem(os.path.join(RSC, f"{name}.urdf"))
+    out.append((name, world))
+  for name, world in out:
+    model, state = world.compile()
+    yield name, model.articulated[0], state.articulated[0]
+
+
+@pytest.mark.parametrize("name", ["humanoid", "quadruped", "fixed_arm", "all_joints"])
+def test_tree_levels_eliminate_independent_dofs_and_invert_mass_matrices(name):
+  """`tree.elimination_levels` against the support relation of the mass matrix's dofs
+  (`tree.dof_support`): every dof once; no dof supports another of its level (so M is zero
+  between them); every dof a dof supports is eliminated at an earlier level. Then
+  `spd_inverse(M + D, levels)` of the robot's M at random poses against numpy's inverse
+  (float64), and its float32 inverse as close to it as the one-pivot-at-a-time order's."""
+  from raisim_jax.dynamics import articulated_integrate, crba, kinematics, tree
+  system, start = next((s, st) for n, s, st in _robot_systems() if n == name)
+  levels = tree.elimination_levels(system.parent, system.dof_body)
+  nv = system.num_gv
+  assert sorted(a for level in levels for a in level) == list(range(nv))
+  support = tree.dof_support(system.parent, system.dof_body)   # [body, dof]
+  body = np.asarray(system.dof_body)
+  # dof a supports dof b: b's body is moved by a, and a comes first within a shared body.
+  supports = (support[body, :].T > 0) & ((body[:, None] != body[None, :])
+                                         | (np.arange(nv)[:, None] < np.arange(nv)[None, :]))
+  level_of = np.empty(nv, int)
+  for k, level in enumerate(levels):
+    level_of[list(level)] = k
+  for a in range(nv):
+    for b in range(nv):
+      if supports[a, b]:
+        assert level_of[b] < level_of[a], (a, b)
+  if name == "quadruped":
+    assert nv == 18 and len(levels) == 9
+  if name == "fixed_arm":
+    assert len(levels) == nv          # a chain: nothing to do at once
+  rng = np.random.default_rng(len(name))
+  masses = []
+  for _ in range(8):      # random poses: the start pose moved by a random velocity for 1 s
+    move = jnp.asarray(rng.normal(scale=0.5, size=nv))
+    gc = articulated_integrate.update_configuration(system, start.generalized_coordinate,
+                                                    move, move, 1.0)
+    kin = kinematics.forward_kinematics(system, gc, jnp.zeros(nv))
+    mass = np.asarray(crba.mass_matrix_from_kinematics(system, kin))
+    masses.append(mass + np.diag(rng.uniform(0.0, 0.01, nv)))
+  masses = np.stack(masses)
+  exact = np.linalg.inv(masses)
+  np.testing.assert_allclose(np.asarray(dense.spd_inverse(jnp.asarray(masses), levels)), exact,
+                             rtol=1e-9, atol=1e-12 * np.abs(exact).max())
+  in_float32 = jnp.asarray(masses, jnp.float32)
+  error = lambda x: np.abs(np.asarray(x, np.float64) - exact).max()
+  assert error(dense.spd_inverse(in_float32, levels)) <= 2 * error(dense.spd_inverse(in_float32))

@@ -29,6 +29,7 @@ import numpy as np
 
 from raisim_jax.dynamics import crba, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
+from raisim_jax.dynamics import tree as tree_lib
 from raisim_jax.types import (JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                       JOINT_SPHERICAL)
 from raisim_jax.math import dense, quaternion, safe
@@ -133,7 +134,8 @@ def step_terms(model, gc, gv, feedforward_force, p_target, d_target, gravity, dt
   spring_error = _scalar_or_spherical_spring_error(model, gc)
   passive = model.stiffness * (spring_error - dt * gv) - model.damping * gv
   extra = dt * (model.damping + kd) + dt * dt * (model.stiffness + kp)
-  inverse = dense.spd_inverse(mass + jnp.diag(extra))
+  inverse = dense.spd_inverse(mass + jnp.diag(extra),
+                              tree_lib.elimination_levels(model.parent, model.dof_body))
   free = gv + dt * solve_mass(inverse, actuation + passive - bias)
   return ArticulatedStepTerms(kinematics=kin, mass_inverse=inverse, free_velocity=free,
                               position_error=position_error, clamped=clamped,

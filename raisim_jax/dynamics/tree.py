@@ -120,6 +120,38 @@ def dof_support(parent: tuple, dof_body: tuple) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=256)
+def elimination_levels(parent: tuple, dof_body: tuple) -> tuple:
+  """Static elimination order of the mass matrix's dofs, as levels of dofs that can be
+  eliminated at once (`math.dense.spd_inverse`): tuple of tuples of dof indices.
+
+  M[a, b] is zero unless one of the dofs a, b supports the other (crba). In the dof tree (a
+  body's dofs chained in order, its first dof hanging from the last dof of the nearest
+  ancestor body that has dofs) level k holds the dofs whose subtrees are k dofs deep: a dof
+  comes after all of its descendants, and two dofs of one level lie in disjoint subtrees,
+  so M stays zero between them until both are eliminated (no fill-in outside the ancestor
+  pattern). A quadruped (floating base, four 3-dof legs): 9 levels for 18 dofs; a chain
+  gets one dof per level."""
+  nv = len(dof_body)
+  last_dof = {}                     # body -> its last dof
+  dof_parent = []
+  for a, body in enumerate(dof_body):
+    if a > 0 and dof_body[a - 1] == body:
+      dof_parent.append(a - 1)
+    else:
+      ancestor = parent[body]
+      while ancestor >= 0 and ancestor not in last_dof:
+        ancestor = parent[ancestor]
+      dof_parent.append(last_dof[ancestor] if ancestor >= 0 else -1)
+    last_dof[body] = a
+  height = [0] * nv
+  for a in reversed(range(nv)):     # parents come before their children
+    if dof_parent[a] >= 0:
+      height[dof_parent[a]] = max(height[dof_parent[a]], height[a] + 1)
+  return tuple(tuple(a for a in range(nv) if height[a] == h)
+               for h in range(max(height, default=-1) + 1))
+
+
+@functools.lru_cache(maxsize=256)
 def dof_tables(model_key):
   """Per level: (bodies, parents, padded dof table (n, nd_max), pad mask) with pad index nv."""
   parent, gv_offset, gv_dim, levels, nv = model_key
