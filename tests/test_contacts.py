@@ -397,24 +397,27 @@ def test_detection_compacts_into_the_smallest_head_and_equals_the_whole_buffer(m
 def test_small_heads_gather_contacts_of_every_narrowphase_group(monkeypatch):
   """The small heads gather each contact from its own narrowphase group's candidate points
   (`detection.detect_contacts.flat_at`, selecting by slot range), the larger ones from the
-  groups' concatenation. Bodies of four groups (box, sphere and capsule on the ground, a
-  sphere on a box) rest in seven combinations whose 1 to 8 contacts come from the first,
-  last, middle or several groups: every buffer, alone and batched, equals the whole-buffer
-  compaction, and each holds the contacts the closed forms count."""
+  groups' concatenation. Bodies of five groups (sphere on sphere, the first group; box,
+  sphere and capsule on the ground; a sphere on the box) rest in eight combinations whose 1
+  to 9 contacts come from the first, last, middle or several groups: every buffer, alone and
+  batched, equals the whole-buffer compaction, and each holds the contacts the closed forms
+  count."""
   world = rj.World()
   world.addGround()
   box = world.addBox(0.2, 0.2, 0.2, 1.0)
   sphere = world.addSphere(0.1, 1.0)
   capsule = world.addCapsule(0.05, 0.3, 1.0)
   top = world.addSphere(0.05, 0.2)          # on the box when the box rests
+  ball = world.addSphere(0.05, 0.2)         # on the sphere when the sphere rests
   world.setContactSolverDifferentiable(False)
   capsule.setOrientation(np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0)   # (w, x, y, z): lying on y
   # Each body's (resting pose, contacts there); in the air all are far above the ground.
   resting = {box: ((0.0, 0.0, 0.099), 4), sphere: ((2.0, 0.0, 0.099), 1),
-             capsule: ((4.0, 0.0, 0.049), 2), top: ((0.0, 0.0, 0.248), 1)}
+             capsule: ((4.0, 0.0, 0.049), 2), top: ((0.0, 0.0, 0.248), 1),
+             ball: ((2.0, 0.0, 0.248), 1)}
   combos = {"none": (), "sphere": (sphere,), "capsule": (capsule,), "box": (box,),
             "sphere+capsule": (sphere, capsule), "box+top": (box, top),
-            "all": (box, sphere, capsule, top)}
+            "sphere+ball": (sphere, ball), "all": (box, sphere, capsule, top, ball)}
   states, expected = {}, {}
   for name, down in combos.items():
     for k, (body, (pose, _)) in enumerate(resting.items()):
@@ -422,11 +425,16 @@ def test_small_heads_gather_contacts_of_every_narrowphase_group(monkeypatch):
     model, states[name] = world.compile()
     expected[name] = sum(resting[body][1] for body in down)
   capacity = states["none"].contacts.active.shape[0]
-  assert len(model.collision.groups) >= 4 and len(contact_heads.head_sizes(capacity)) >= 3
+  groups = model.collision.groups
+  assert len(groups) >= 5 and contact_heads.head_sizes(capacity)[1:3] == (4, 8)
   with_heads, whole = _heads_and_whole_buffer(
-      monkeypatch, model, states, ("sphere", "box+top", "none", "capsule", "all"))
+      monkeypatch, model, states, ("sphere", "box+top", "none", "sphere+ball", "all"))
   for name, count in expected.items():
     assert int(np.sum(np.asarray(with_heads[0][name].active))) == count, name
+  # The sphere on the sphere is a contact of the first group, gathered by the small head.
+  contacts = with_heads[0]["sphere+ball"]
+  pairs = np.asarray(contacts.key)[np.asarray(contacts.active)] // detection.KEY_STRIDE
+  assert np.isin(pairs, np.asarray(groups[0].pair_index)).any()
   _assert_equal_trees(with_heads, whole)
 
 

@@ -132,6 +132,9 @@ def elimination_levels(parent: tuple, dof_body: tuple) -> tuple:
   pattern). A quadruped (floating base, four 3-dof legs): 9 levels for 18 dofs; a chain
   gets one dof per level."""
   nv = len(dof_body)
+  # compile_articulated's order: parents before children, each body's dofs contiguous.
+  assert all(p < i for i, p in enumerate(parent)), parent
+  assert list(dof_body) == sorted(dof_body), dof_body
   last_dof = {}                     # body -> its last dof
   dof_parent = []
   for a, body in enumerate(dof_body):
