@@ -642,7 +642,10 @@ def test_forward_only_solve_without_an_active_limit_row_equals_the_solve_with_th
                              + [worlds[:2], worlds[1:2] + worlds[3:4]])
   limits = [np.asarray(s.joint_limits.active[0]).tolist() for s in solutions[:len(worlds)]]
   assert limits == [[False]] * 3 + [[True]] * 3, limits
-  assert float(np.abs(np.asarray(solutions[3].joint_limits.impulse)).max()) > 0
+  # On all 9 contacts (the box on the arm among them) the active row takes an impulse; on 4
+  # nothing pushes the arm into its limit (zero to rounding: 4e-20 when M_eff^-1 eliminated
+  # one dof at a time, exactly 0 by tree levels, which keep the branches' zeros exact).
+  assert float(np.abs(np.asarray(solutions[5].joint_limits.impulse)).min()) > 1e-4
 
 
 def test_small_heads_of_a_robot_world_share_one_traced_sweep_loop(traced_layouts):
