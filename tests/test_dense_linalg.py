@@ -332,22 +332,21 @@ def test_a_robot_without_moving_joints_steps():
   np.testing.assert_allclose(ball.getPosition()[2], 0.5 - g * dt * dt * 5 * 6 / 2, atol=1e-9)
 
 
-def _robot_systems():
-  """(name, ArticulatedModel, start State of it) of robots with a floating base and legs
-  (rsc quadruped, Gymnasium's humanoid), a fixed-base arm, and a tree with every joint type."""
+def _robot_system(name):
+  """(ArticulatedModel, start ArticulatedState) of `name`: Gymnasium's humanoid, or an rsc
+  URDF (the quadruped: floating base and legs; fixed_arm: a chain; all_joints: a tree with
+  every joint type)."""
   import warnings
   from tests.test_mjcf import ASSETS
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")   # MJCF features the reader maps approximately
-    humanoid = rj.World(os.path.join(ASSETS, "humanoid.xml"))
-  out = [("humanoid", humanoid)]
-  for name in ("quadruped", "fixed_arm", "all_joints"):
+  if name == "humanoid":
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")   # MJCF features the reader maps approximately
+      world = rj.World(os.path.join(ASSETS, "humanoid.xml"))
+  else:
     world = rj.World()
     world.addArticulatedSystem(os.path.join(RSC, f"{name}.urdf"))
-    out.append((name, world))
-  for name, world in out:
-    model, state = world.compile()
-    yield name, model.articulated[0], state.articulated[0]
+  model, state = world.compile()
+  return model.articulated[0], state.articulated[0]
 
 
 @pytest.mark.parametrize("name", ["humanoid", "quadruped", "fixed_arm", "all_joints"])
@@ -358,7 +357,7 @@ def test_tree_levels_eliminate_independent_dofs_and_invert_mass_matrices(name):
   `spd_inverse(M + D, levels)` of the robot's M at random poses against numpy's inverse
   (float64), and its float32 inverse as close to it as the one-pivot-at-a-time order's."""
   from raisim_jax.dynamics import articulated_integrate, crba, kinematics, tree
-  system, start = next((s, st) for n, s, st in _robot_systems() if n == name)
+  system, start = _robot_system(name)
   levels = tree.elimination_levels(system.parent, system.dof_body)
   nv = system.num_gv
   assert sorted(a for level in levels for a in level) == list(range(nv))

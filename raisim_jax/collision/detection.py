@@ -170,13 +170,13 @@ def detect_contacts(model: Model, state: State) -> Contacts:
     if index.shape[0] * len(points) > starts[-1]:
       values = {name: jnp.concatenate([p[name] for p in points])[index] for name in points[0]}
     else:
-      values = {name: p[name][jnp.clip(index, 0, starts[1] - 1)]
-                for p in points[:1] for name in p}
-      for p, start, stop in zip(points[1:], starts[1:-1], starts[2:]):
+      values = {}
+      for p, start, stop in zip(points, starts[:-1], starts[1:]):   # later groups overwrite
         local, inside = jnp.clip(index - start, 0, stop - start - 1), index >= start
-        for name, value in values.items():
-          mask = inside.reshape(index.shape + (1,) * (value.ndim - 1))
-          values[name] = jnp.where(mask, p[name][local], value)
+        for name, field in p.items():
+          picked = field[local]
+          mask = inside.reshape(index.shape + (1,) * (picked.ndim - 1))
+          values[name] = jnp.where(mask, picked, values[name]) if name in values else picked
     # The world's dtype (a narrowphase constant must not promote float32 worlds).
     return {name: value.astype(dtype) if jnp.issubdtype(value.dtype, jnp.floating) else value
             for name, value in values.items()}
