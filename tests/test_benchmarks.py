@@ -216,3 +216,16 @@ def test_step_profile_quick(tmp_path):
   assert 1.0 - files.get("?", 0.0) > 0.5, files
   assert any(name.startswith("dynamics/") for name in files), files
   assert json.loads(out.read_text())["by_file"] == [list(row) for row in result["by_file"]]
+
+
+def test_oo_calls_quick(tmp_path):
+  """The OO call-latency benchmark in its reduced mode: the calls of both scenes timed,
+  every figure positive and finite, the JSON the table."""
+  out = tmp_path / "oo_calls.json"
+  rows, step = _load("oo_calls").main(["--quick", "--json", str(out)])
+  assert {row["scene"] for row in rows} == {"9 bodies resting", "quadruped standing"}
+  assert any(row["call"].startswith("control loop") for row in rows)
+  for row in rows:
+    assert np.isfinite(row["us"]) and row["us"] > 0, row
+  assert step is None or (np.isfinite(step) and step > 0)
+  assert json.loads(out.read_text()) == dict(rows=rows, mj_step_us=step)

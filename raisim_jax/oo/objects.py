@@ -69,7 +69,8 @@ class SingleBodyObject(Object):
     return self._world._body_row(self)
 
   def _body_state(self, field):
-    return _np(getattr(self._world._current_state().bodies, field)[self._row()])
+    # Indexed on the host: indexing the device array is an XLA dispatch (~100 us).
+    return _np(np.asarray(getattr(self._world._current_state().bodies, field))[self._row()])
 
   def _set_body_state(self, **fields):
     self._world._write_body_state(self, fields)

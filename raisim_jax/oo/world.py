@@ -207,10 +207,32 @@ class DivergenceError(RuntimeError):
   that step."""
 
 
+@jax.jit
+def _written(leaves, row, values):
+  """{name: leaves[name] with `row` (an index; None: every row) set to values[name], cast to
+  the leaf's dtype}: one XLA call for all the leaves a setter writes (eager `.at[].set` cost a
+  dispatch of ~100 us per leaf, a device_put ~25 us). The results stay committed to the
+  leaves' device (they depend on the leaves), as the step's cache needs (see World._model)."""
+  index = () if row is None else row
+  return {name: leaf.at[index].set(jnp.asarray(values[name]).astype(leaf.dtype))
+          for name, leaf in leaves.items()}
+
+
+def _with_rows(leaves, index, values):
+  """Host copies of `leaves` ({name: array}) with rows `index` set to `values` ({name:
+  value}, cast to each leaf's dtype). Rows are written on the host: an eager `.at[].set` is
+  one XLA dispatch per leaf (~100 us each, several per setter)."""
+  copies = {name: np.array(leaf) for name, leaf in leaves.items()}
+  for name, value in values.items():
+    copies[name][index] = value
+  return copies
+
+
 def _awake_rows(bodies, index):
-  """SingleBodyState fields with the quiet-step counters of `index` restarted (awake)."""
-  return dict(quiet_steps=bodies.quiet_steps.at[index].set(0),
-              sleeping=bodies.sleeping.at[index].set(False))
+  """Host copies of the SingleBodyState fields with the quiet-step counters of `index`
+  restarted (awake)."""
+  return _with_rows({"quiet_steps": bodies.quiet_steps, "sleeping": bodies.sleeping}, index,
+                    {"quiet_steps": 0, "sleeping": False})
 
 
 @in_world_precision
@@ -235,6 +257,7 @@ class World:
     self._objects = []
     self._compound_children = {}
     self._device = jax.local_devices()[0]   # this process's (devices()[0]: maybe not)
+    self._device_sharding = jax.sharding.SingleDeviceSharding(self._device)
     self._committed_model = None
     self._plain_model = None
     self._plain_sweep_limit = None
@@ -314,9 +337,11 @@ class World:
     self._ensure_compiled()
     row = self._articulated_row(obj)
     systems = list(self._state.articulated)
-    systems[row] = systems[row].replace(**{
-        name: jnp.asarray(value, self._dtype) for name, value in fields.items()})
-    self._set_state(self._state.replace(articulated=tuple(systems)))
+    system = systems[row]
+    systems[row] = system.replace(**_written(
+        {name: getattr(system, name) for name in fields}, None,
+        {name: np.asarray(value, self._dtype) for name, value in fields.items()}))
+    self._set_state(self._state.replace(articulated=tuple(systems)), committed=True)
 
   def _write_articulated_model(self, obj, system_model):
     """Replaces an articulated system's model (same structure: no recompile)."""
@@ -403,7 +428,7 @@ class World:
 
   @_model.setter
   def _model(self, model):
-    self._committed_model = jax.device_put(model, self._device)
+    self._committed_model = self._on_device(model)
     self._plain_model = None   # _solving_step's copy with its sweep limit, made when needed
 
   def _current_state(self):
@@ -411,10 +436,25 @@ class World:
     return self._state
 
   def _set_state(self, state, committed=False):
-    """Holds `state`, committed to the world's device (see `_model`); `committed=True` for
-    the step's own outputs, which are (a device_put per integrate() doubled its latency)."""
-    self._state = state if committed else jax.device_put(state, self._device)
+    """Holds `state`, committed to the world's device (see `_model`); `committed=True` where
+    every leaf already is: the step's outputs and the setters' writes (`_written`)."""
+    self._state = state if committed else self._on_device(state)
     self._contact_cache = None
+
+  def _on_device(self, tree):
+    """`tree` with every leaf committed to this world's device. Leaves already there (all
+    but the few a setter wrote) are kept: a device_put of the whole State cost a setter ~0.5
+    ms, as much as a quadruped's step."""
+    leaves, treedef = jax.tree.flatten(tree)
+    moving = [i for i, leaf in enumerate(leaves) if not self._is_on_device(leaf)]
+    if moving:
+      for i, leaf in zip(moving, jax.device_put([leaves[i] for i in moving], self._device)):
+        leaves[i] = leaf
+    return jax.tree.unflatten(treedef, leaves)
+
+  def _is_on_device(self, leaf):
+    return (isinstance(leaf, jax.Array) and leaf.committed
+            and leaf.sharding == self._device_sharding)
 
   def _current_model(self):
     self._ensure_compiled()
@@ -457,11 +497,11 @@ class World:
       return
     index = self._body_row(obj)
     bodies = self._state.bodies
-    updates = {name: getattr(bodies, name).at[index].set(jnp.asarray(value, self._dtype))
-               for name, value in fields.items()}
     # Any edit keeps the body's island awake (the spec's sleeping rules).
-    updates.update(_awake_rows(bodies, index))
-    self._set_state(self._state.replace(bodies=bodies.replace(**updates)))
+    values = dict(fields, quiet_steps=0, sleeping=False)
+    updates = _written({name: getattr(bodies, name) for name in values}, index,
+                       {name: np.asarray(value) for name, value in values.items()})
+    self._set_state(self._state.replace(bodies=bodies.replace(**updates)), committed=True)
 
   def _write_body_model(self, obj, **fields):
     description = obj._description
@@ -471,10 +511,8 @@ class World:
       return
     index = self._body_row(obj)
     bodies = self._model.bodies
-    updates = {}
-    for name, value in fields.items():
-      leaf = getattr(bodies, _BODY_MODEL_FIELD[name])
-      updates[_BODY_MODEL_FIELD[name]] = leaf.at[index].set(jnp.asarray(value, leaf.dtype))
+    values = {_BODY_MODEL_FIELD[name]: value for name, value in fields.items()}
+    updates = _with_rows({name: getattr(bodies, name) for name in values}, index, values)
     self._model = self._model.replace(bodies=bodies.replace(**updates))
     self._wake_rows([index])
 
@@ -487,8 +525,8 @@ class World:
     index = self._body_row(obj)
     bodies = self._state.bodies
     self._write_body_state(obj, {
-        "external_force": np.asarray(bodies.external_force[index]) + force,
-        "external_torque": np.asarray(bodies.external_torque[index]) + torque,
+        "external_force": np.asarray(bodies.external_force)[index] + force,
+        "external_torque": np.asarray(bodies.external_torque)[index] + torque,
     })
 
   def _index_of(self, obj) -> int:
@@ -763,7 +801,7 @@ class World:
     row = self._body_row(obj)        # raises for an object that is not in this world
     if self._dirty or self._state is None:
       return False
-    return bool(self._state.bodies.sleeping[row])
+    return bool(np.asarray(self._state.bodies.sleeping)[row])
 
   def _sleeping_changed(self):
     if not self._dirty:
@@ -776,7 +814,8 @@ class World:
       return       # a recompile starts every body awake
     bodies = self._state.bodies
     index = slice(None) if rows is None else np.asarray(rows)
-    self._set_state(self._state.replace(bodies=bodies.replace(**_awake_rows(bodies, index))))
+    awake = jax.device_put(_awake_rows(bodies, index), self._device)
+    self._set_state(self._state.replace(bodies=bodies.replace(**awake)), committed=True)
 
   def getGravity(self):
     return np.array(self._description.gravity, np.float64)
@@ -802,7 +841,9 @@ class World:
     if not np.isfinite(time):
       raise ValueError(f"argument 'time' must be finite, got {time!r}")
     self._ensure_compiled()
-    self._set_state(self._state.replace(time=jnp.asarray(time, self._dtype)))
+    self._set_state(self._state.replace(**_written({"time": self._state.time}, None,
+                                                   {"time": np.asarray(time)})),
+                    committed=True)
 
   # ---- stepping ---------------------------------------------------------------------------
   def integrate(self):
@@ -873,7 +914,7 @@ class World:
   def _non_finite_objects(self, state):
     """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
     names = []
-    b = state.bodies
+    b = jax.tree.map(np.asarray, state.bodies)
     for row, obj in enumerate(self._single_objects()):
       values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
                 b.angular_velocity[row]]
