@@ -1,8 +1,9 @@
 """Per-call latency of the OO World's common calls, as a single-world script makes them
 (float64, RaiSim's precision): `integrate()`, single-body setters and getters on the resting
 9-body scene (`scenes.py`), and an articulated system's setters and getters and one control
-loop iteration (set PD targets, integrate, read the state) on the standing quadruped.
-Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same
+loop iteration (set PD targets, integrate, read the state) on the standing quadruped
+(a getter that needs the kinematics computes them once per state; the figures are the
+cached ones). Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same
 9-body scene for scale where MuJoCo is installed.
 
     .venv/bin/python benchmarks/oo_calls.py [--calls 300] [--json out.json] [--quick]
@@ -55,7 +56,7 @@ def body_calls(calls, settle):
 
 def robot_calls(calls, settle):
   """{call: us} on the standing quadruped under PD towards its nominal stance."""
-  world, robot, nominal, _ = scenarios.standing_world("quadruped", jnp.float64)
+  world, robot, nominal, feet = scenarios.standing_world("quadruped", jnp.float64)
   for _ in range(settle):
     world.integrate()
   zero = np.zeros(robot.getDOF())
@@ -69,6 +70,9 @@ def robot_calls(calls, settle):
   return {
       "integrate()": per_call_us(world.integrate, calls),
       "getGeneralizedCoordinate()": per_call_us(robot.getGeneralizedCoordinate, calls),
+      "getFramePosition(foot)": per_call_us(lambda: robot.getFramePosition(feet[0]), calls),
+      "getDenseFrameJacobian(foot)": per_call_us(lambda: robot.getDenseFrameJacobian(feet[0]),
+                                                 calls),
       "setGeneralizedForce(tau)": per_call_us(lambda: robot.setGeneralizedForce(zero), calls),
       "setPdTarget(q, u)": per_call_us(lambda: robot.setPdTarget(nominal, zero), calls),
       "control loop (setPdTarget, integrate, 2 getters)": per_call_us(control_loop, calls),

@@ -107,6 +107,12 @@ _mass_matrix = jax.jit(crba.mass_matrix_from_kinematics)
 _nonlinearities = jax.jit(rnea.nonlinearities)
 _inverse_mass_matrix = jax.jit(aba.inverse_mass_matrix)
 _joint_wrenches = jax.jit(rnea.joint_wrenches)
+# The Jacobian getters as one XLA call each (`body` traced: one program per structure);
+# run eagerly they cost ~0.6 ms of op-by-op dispatch per call.
+_dense_point_jacobian = jax.jit(jacobian.point_jacobian)
+_dense_point_jacobian_dot = jax.jit(jacobian.point_jacobian_dot)
+_dense_rotational_jacobian = jax.jit(jacobian.rotational_jacobian)
+_dense_rotational_jacobian_dot = jax.jit(jacobian.rotational_jacobian_dot)
 
 
 @dataclasses.dataclass
@@ -150,6 +156,7 @@ class ArticulatedSystem(Object):
     super().__init__(world, entry)
     self._entry = entry
     self._kin_cache = None
+    self._host_kin_cache = None   # (kin, its numpy copy): see _host_kin
     self._compute_inverse_dynamics = False
     self._mass_edits = {}   # pending in-place edits: field -> array handed out by a getter
 
@@ -186,7 +193,16 @@ class ArticulatedSystem(Object):
       return cache[2]
     kin = _forward_kinematics(model, state.generalized_coordinate, state.generalized_velocity)
     self._kin_cache = (model, state, kin)
+    self._host_kin_cache = None
     return kin
+
+  def _host_kin(self):
+    """`_kin()` as host (numpy) arrays, for the getters that read one body's row: indexing
+    the device arrays is an XLA dispatch per read (~100 us)."""
+    kin = self._kin()
+    if self._host_kin_cache is None or self._host_kin_cache[0] is not kin:
+      self._host_kin_cache = (kin, jax.tree.map(np.asarray, kin))
+    return self._host_kin_cache[1]
 
   def _gravity(self, gravity):
     if gravity is None:
@@ -218,7 +234,8 @@ class ArticulatedSystem(Object):
               validation.matrix3(frame.orientation, "frame.orientation"))
     f = self._entry.description.frames[frame]
     model = self._model()
-    return int(f.body), _np(model.frame_pos[frame]), _np(model.frame_rot[frame])
+    return (int(f.body), _np(np.asarray(model.frame_pos)[frame]),
+            _np(np.asarray(model.frame_rot)[frame]))
 
   # ---- dimensions --------------------------------------------------------------------------
   def getDOF(self) -> int:
@@ -374,11 +391,11 @@ class ArticulatedSystem(Object):
 
   def getBasePosition(self):
     """Position (3,) of body 0 (the floating base or the body fixed to the world)."""
-    return _np(self._kin().body_pos[0])
+    return _np(self._host_kin().body_pos[0])
 
   def getBaseOrientation(self):
     """Rotation matrix (3, 3) of body 0."""
-    return _np(self._kin().body_rot[0])
+    return _np(self._host_kin().body_rot[0])
 
   def getBaseQuaternion(self):
     """Quaternion (w, x, y, z) of body 0 (the getBaseOrientation(Vec<4>&) overload)."""
@@ -706,14 +723,14 @@ class ArticulatedSystem(Object):
     frame = self._frame(frameId)
     local = validation.vector(localPos, 3, "localPos")
     body, pos_b, rot_b = self._frame_offset(frame)
-    kin = self._kin()
+    kin = self._host_kin()
     rot = _np(kin.body_rot[body])
     return _np(kin.body_pos[body]) + rot @ (pos_b + rot_b @ local)
 
   def getFrameOrientation(self, frameId):
     """Rotation matrix (3, 3) frame -> world."""
     body, _, rot_b = self._frame_offset(self._frame(frameId))
-    return _np(self._kin().body_rot[body]) @ rot_b
+    return _np(self._host_kin().body_rot[body]) @ rot_b
 
   def getFrameVelocity(self, frameId):
     """Linear velocity (3,) of the frame origin, world frame."""
@@ -723,7 +740,7 @@ class ArticulatedSystem(Object):
 
   def getFrameAngularVelocity(self, frameId):
     body = self._frame_offset(self._frame(frameId))[0]
-    return _np(self._kin().body_ang_vel[body])
+    return _np(self._host_kin().body_ang_vel[body])
 
   def getFrameAcceleration(self, frameId):
     """d/dt of the frame origin's world velocity: J du/dt + Jdot u at the current state, with
@@ -741,7 +758,7 @@ class ArticulatedSystem(Object):
     """getPosition(bodyIdx) -> body (joint) position; getPosition(bodyIdx, point_B) ->
     world position of a point given in the body frame."""
     body = self._body(bodyIdx)
-    kin = self._kin()
+    kin = self._host_kin()
     if point_B is None:
       return _np(kin.body_pos[body])
     point = validation.vector(point_B, 3, "point_B")
@@ -751,7 +768,7 @@ class ArticulatedSystem(Object):
 
   def getOrientation(self, bodyIdx):
     """Rotation matrix (3, 3) body -> world."""
-    return _np(self._kin().body_rot[self._body(bodyIdx)])
+    return _np(self._host_kin().body_rot[self._body(bodyIdx)])
 
   getBodyOrientation = getOrientation
 
@@ -764,11 +781,11 @@ class ArticulatedSystem(Object):
     """A world point expressed in the body frame."""
     body = self._body(bodyIdx)
     pos = validation.vector(pos_W, 3, "pos_W")
-    kin = self._kin()
+    kin = self._host_kin()
     return _np(kin.body_rot[body]).T @ (pos - _np(kin.body_pos[body]))
 
   def _point_velocity(self, body, point_w):
-    v = _np(self._kin().body_velocity[body])
+    v = _np(self._host_kin().body_velocity[body])
     return v[:3] + np.cross(v[3:], point_w)
 
   def getVelocity(self, bodyIdx, posInBodyFrame=None):
@@ -782,11 +799,11 @@ class ArticulatedSystem(Object):
       return jaco @ self.getGeneralizedVelocity()
     body = self._body(bodyIdx)
     if posInBodyFrame is None:
-      return _np(self._kin().body_lin_vel[body])
+      return _np(self._host_kin().body_lin_vel[body])
     return self._point_velocity(body, self.getPosition(body, posInBodyFrame))
 
   def getAngularVelocity(self, bodyIdx):
-    return _np(self._kin().body_ang_vel[self._body(bodyIdx)])
+    return _np(self._host_kin().body_ang_vel[self._body(bodyIdx)])
 
   # ---- Jacobians -----------------------------------------------------------------------------
   def _point_world(self, body, args, method):
@@ -805,11 +822,11 @@ class ArticulatedSystem(Object):
     raise TypeError(f"{method} takes (bodyIdx, point_W) or (bodyIdx, frame, point)")
 
   def _point_jacobian(self, body, point_w):
-    return _np(jacobian.point_jacobian(self._model(), self._kin(), body, jnp.asarray(point_w)))
+    return _np(_dense_point_jacobian(self._model(), self._kin(), body, np.asarray(point_w)))
 
   def _point_jacobian_dot(self, body, point_w):
-    return _np(jacobian.point_jacobian_dot(self._model(), self._kin(), body,
-                                           jnp.asarray(point_w)))
+    return _np(_dense_point_jacobian_dot(self._model(), self._kin(), body,
+                                         np.asarray(point_w)))
 
   def getDenseJacobian(self, bodyIdx, *args):
     """Positional Jacobian (3, nv) of a point fixed on the body, given in world coordinates
@@ -821,7 +838,7 @@ class ArticulatedSystem(Object):
 
   def getDenseRotationalJacobian(self, bodyIdx):
     """Rotational Jacobian (3, nv): angular velocity = J u (world frame)."""
-    return _np(jacobian.rotational_jacobian(self._model(), self._kin(), self._body(bodyIdx)))
+    return _np(_dense_rotational_jacobian(self._model(), self._kin(), self._body(bodyIdx)))
 
   getSparseRotationalJacobian = getDenseRotationalJacobian
 
@@ -843,8 +860,8 @@ class ArticulatedSystem(Object):
 
   def getTimeDerivativeOfSparseRotationalJacobian(self, bodyIdx):
     """dJ_rot/dt (3, nv): angular acceleration = dJ u + J du/dt. Dense."""
-    return _np(jacobian.rotational_jacobian_dot(self._model(), self._kin(),
-                                                self._body(bodyIdx)))
+    return _np(_dense_rotational_jacobian_dot(self._model(), self._kin(),
+                                              self._body(bodyIdx)))
 
   @staticmethod
   def convertSparseJacobianToDense(sparseJaco):
@@ -869,7 +886,7 @@ class ArticulatedSystem(Object):
   def getJointAxis(self, idx):
     """Joint axis (3,) of joint `idx` in the world frame."""
     body = self._body(idx, "idx")
-    return _np(self._kin().joint_frame_rot[body]) @ _np(self._model().joint_axis[body])
+    return _np(self._host_kin().joint_frame_rot[body]) @ _np(np.asarray(self._model().joint_axis)[body])
 
   def getJointType(self, jointIndex) -> JointType:
     return JointType(self._entry.description.bodies[self._body(jointIndex, "jointIndex")]
@@ -1178,7 +1195,7 @@ class ArticulatedSystem(Object):
     elif len(args) == 2:
       body = self._body(args[0])
       force = validation.vector(args[1], 3, "force")
-      point = _np(self._kin().com_pos[body])
+      point = _np(self._host_kin().com_pos[body])
     elif len(args) == 3:
       body = self._body(args[0])
       point = self.getPosition(body, validation.vector(args[1], 3, "pos"))
@@ -1199,7 +1216,7 @@ class ArticulatedSystem(Object):
     else:
       raise TypeError("setExternalForce takes (bodyIdx, force), (bodyIdx, pos_B, force), "
                       "(frame_name, force) or (bodyIdx, frameOfForce, force, frameOfPos, pos)")
-    origin = _np(self._kin().body_pos[body])
+    origin = _np(self._host_kin().body_pos[body])
     self._add_wrench(body, force, np.cross(point - origin, force))
 
   def setExternalTorque(self, bodyIdx, torque_in_world_frame):
