@@ -2,8 +2,8 @@
 (float64, RaiSim's precision): `integrate()`, single-body setters and getters on the resting
 9-body scene (`scenes.py`), and an articulated system's setters and getters and one control
 loop iteration (set PD targets, integrate, read the state) on the standing quadruped
-(a getter that needs the kinematics computes them once per state; the figures are the
-cached ones). Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same
+(a getter that needs the kinematics or the contact list builds it once per state: the
+getter rows are the cached reads, the `integrate() + ...` rows a step and a first read). Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same
 9-body scene for scale where MuJoCo is installed.
 
     .venv/bin/python benchmarks/oo_calls.py [--calls 300] [--json out.json] [--quick]
@@ -76,6 +76,13 @@ def robot_calls(calls, settle):
       "setGeneralizedForce(tau)": per_call_us(lambda: robot.setGeneralizedForce(zero), calls),
       "setPdTarget(q, u)": per_call_us(lambda: robot.setPdTarget(nominal, zero), calls),
       "control loop (setPdTarget, integrate, 2 getters)": per_call_us(control_loop, calls),
+      # Reads that build per-state caches (contact list, kinematics), right after a step:
+      "integrate() + getContacts()": per_call_us(
+          lambda: (world.integrate(), robot.getContacts()), calls),
+      "integrate() + getFramePosition(foot)": per_call_us(
+          lambda: (world.integrate(), robot.getFramePosition(feet[0])), calls),
+      "integrate() + getEnergy()": per_call_us(
+          lambda: (world.integrate(), robot.getEnergy()), calls),
   }
 
 

@@ -258,6 +258,7 @@ class World:
     self._compound_children = {}
     self._device = jax.local_devices()[0]   # this process's (devices()[0]: maybe not)
     self._device_sharding = jax.sharding.SingleDeviceSharding(self._device)
+    self._body_types_cache = None   # (Model, host BodyType table): _collision_body_types
     self._committed_model = None
     self._plain_model = None
     self._plain_sweep_limit = None
@@ -1130,19 +1131,21 @@ class World:
     side); the second has skip() True."""
     if self._contact_cache is None:
       contacts = self._current_state().contacts
-      c = jax.tree.map(np.asarray, contacts)
-      frames = np.asarray(_contact_frames(contacts.normal))   # derived, not stored (types)
+      active = np.asarray(contacts.active)
+      slots = np.nonzero(active)[0]
+      # The listed slots' fields, read on the host (float fields as float64) in one pass.
+      fields = {name: np.asarray(getattr(contacts, name))[slots] for name in (
+          "position", "normal", "depth", "impulse", "inverse_apparent_inertia",
+          "body_a", "body_b", "shape_a", "shape_b")}
+      if slots.size:   # derived, not stored (types.Contacts)
+        fields["frame"] = np.asarray(_contact_frames(contacts.normal))[slots]
+      fields = {name: values.astype(np.float64) if np.issubdtype(values.dtype, np.floating)
+                else values for name, values in fields.items()}
       owners = self._collision_body_owners()
-      slots = np.nonzero(c.active)[0]
-      body_types = np.asarray(collision_bodies.collision_body_types(self._model))
+      body_types = self._collision_body_types()
       entries = []
       for problem_index, slot in enumerate(slots):
-        data = {name: getattr(c, name)[slot] for name in (
-            "position", "normal", "depth", "impulse", "inverse_apparent_inertia",
-            "body_a", "body_b", "shape_a", "shape_b")}
-        data["frame"] = frames[slot]
-        data = {k: np.array(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
-                else np.asarray(v) for k, v in data.items()}
+        data = {name: values[problem_index] for name, values in fields.items()}
         (object_a, local_a), (object_b, local_b) = (owners[int(data["body_a"])],
                                                     owners[int(data["body_b"])])
         data.update(object_a=object_a.getIndexInWorld(), object_b=object_b.getIndexInWorld(),
@@ -1172,6 +1175,15 @@ class World:
                  for problem_index, slot, data in entries]
       self._contact_cache = (views, problem)
     return self._contact_cache
+
+  def _collision_body_types(self):
+    """(NB,) BodyType of every collision body on the host, kept per Model (computed eagerly
+    from device leaves, it cost two XLA dispatches per contact listing)."""
+    model = self._current_model()
+    if self._body_types_cache is None or self._body_types_cache[0] is not model:
+      self._body_types_cache = (model,
+                                np.asarray(collision_bodies.collision_body_types(model)))
+    return self._body_types_cache[1]
 
   def getContactProblem(self):
     """Every contact of the last integrate1 (object A's view), in contact-problem order."""
