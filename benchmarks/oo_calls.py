@@ -47,6 +47,8 @@ def body_calls(calls, settle):
       "integrate()": per_call_us(world.integrate, calls),
       "getPosition()": per_call_us(body.getPosition, calls),
       "getLinearVelocity()": per_call_us(body.getLinearVelocity, calls),
+      "getRotationMatrix()": per_call_us(body.getRotationMatrix, calls),
+      "getKineticEnergy()": per_call_us(body.getKineticEnergy, calls),
       "setPosition(x, y, z)": per_call_us(lambda: body.setPosition(*position), calls),
       "setVelocity(v, w)": per_call_us(lambda: body.setVelocity(*velocity, 0, 0, 0), calls),
       "setExternalForce(0, f)": per_call_us(lambda: body.setExternalForce(0, [0, 0, 0.0]),
