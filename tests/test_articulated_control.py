@@ -282,6 +282,11 @@ def test_pd_targets_and_gains_validate_their_dimensions():
   assert p[0] == 3.0 and d[0] == 0.5
   qt, vt = robot.getPdTarget()
   assert qt[0] == pytest.approx(0.2) and vt[0] == pytest.approx(0.1)
+  # A bad velocity target leaves both targets as they were (checked before either is written).
+  with pytest.raises(ValueError, match="velTarget"):
+    robot.setPdTarget([0.7], [0.1, 0.2])
+  qt, vt = robot.getPdTarget()
+  assert qt[0] == pytest.approx(0.2) and vt[0] == pytest.approx(0.1)
 
 
 # The same rod on a spherical joint whose <limit upper> is a cone angle (rotation angle cap).

@@ -338,18 +338,23 @@ class ArticulatedSystem(Object):
 
   def setPdTarget(self, posTarget, velTarget):
     """Position target (nq,: quaternions for spherical joints and the floating base) and
-    velocity target (nv,). Kept until changed."""
-    self.setPTarget(posTarget)
-    self.setDTarget(velTarget)
+    velocity target (nv,). Kept until changed. Both are checked before either is written,
+    and written in one call."""
+    self._world._write_articulated_state(self, p_target=self._p_target(posTarget),
+                                         d_target=self._d_target(velTarget))
 
   def setPTarget(self, posTarget):
-    target = validation.vector(posTarget, self.getGeneralizedCoordinateDim(), "posTarget")
-    target = _normalized_quaternions(self._model(), target, "posTarget")
-    self._world._write_articulated_state(self, p_target=target)
+    self._world._write_articulated_state(self, p_target=self._p_target(posTarget))
 
   def setDTarget(self, velTarget):
-    target = validation.vector(velTarget, self.getDOF(), "velTarget")
-    self._world._write_articulated_state(self, d_target=target)
+    self._world._write_articulated_state(self, d_target=self._d_target(velTarget))
+
+  def _p_target(self, posTarget):
+    target = validation.vector(posTarget, self.getGeneralizedCoordinateDim(), "posTarget")
+    return _normalized_quaternions(self._model(), target, "posTarget")
+
+  def _d_target(self, velTarget):
+    return validation.vector(velTarget, self.getDOF(), "velTarget")
 
   def getPdTarget(self):
     """(position target (nq,), velocity target (nv,))."""
