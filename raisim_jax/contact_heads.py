@@ -31,6 +31,23 @@ def head_sizes(capacity: int) -> tuple:
   return ((0,) if capacity else ()) + tuple(small + sizes)
 
 
+def grouped(heads, share_small: bool):
+  """`heads` as consecutive groups, one per traced branch: the zero head, then the small
+  heads together when `share_small` (one branch serves them all: its slots past the
+  contacts are empty), then every other head alone."""
+  small = tuple(h for h in heads if 0 < h <= max(SMALL_HEADS))
+  shared = small if share_small else ()
+  return ([(h,) for h in heads if h == 0] + [shared] * bool(shared)
+          + [(h,) for h in heads if h > 0 and h not in shared])
+
+
+def branch_of_tier(groups):
+  """(tiers + 1,) int32: the branch of each `tier` of the heads in `groups` (`grouped`),
+  and past them len(groups), the branch of the whole buffer."""
+  return jnp.asarray([k for k, sizes in enumerate(groups) for _ in sizes] + [len(groups)],
+                     jnp.int32)
+
+
 def tier(extent, heads):
   """() int32 index of the smallest of `heads` that is not below `extent` in any world
   (len(heads): none is), unbatched under vmap (`batched_cond.any_world`), so a `switch` on it

@@ -227,12 +227,11 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   heads = contact_heads.head_sizes(capacity)
   if model.solver.differentiable:
     heads = heads[:1]
-  small = [h for h in heads if h in contact_heads.SMALL_HEADS]
-  sizes = [small[-1] if h in small else h for h in heads + (capacity,)]
-  distinct = sorted(set(sizes))
-  branch = jnp.asarray([distinct.index(size) for size in sizes], jnp.int32)
+  groups = contact_heads.grouped(heads, share_small=True)
+  branch = contact_heads.branch_of_tier(groups)
   return jax.lax.switch(branch[contact_heads.tier(count, heads)],
-                        [functools.partial(compacted, size) for size in distinct], None)
+                        [functools.partial(compacted, max(sizes)) for sizes in groups]
+                        + [functools.partial(compacted, capacity)], None)
 
 
 def first_valid(valid, size: int):

@@ -348,10 +348,7 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   # own: padded, the standing quadruped's (lean head of 4) step ran ~10% slower; so do worlds
   # of single bodies, whose steps are as cheap (docs/architecture.md, "Compile time of the
   # heads").
-  small = tuple(h for h in heads if 0 < h <= max(contact_heads.SMALL_HEADS))
-  shared = small if has_systems else ()
-  groups = ([(0,)] + [shared] * bool(shared)
-            + [(h,) for h in heads if h > 0 and h not in shared])
+  groups = contact_heads.grouped(heads, share_small=has_systems)
   # The zero head has no contact row, so no row has a single-body side: its solve leaves the
   # single bodies out (the same solve, fewer kernels; the humanoid in the air with active
   # limits stepped 3-9% faster). Worlds without articulated systems keep them, as the zero
@@ -359,7 +356,6 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
   branches = ([functools.partial(on_heads, sizes, singles=sizes != (0,) or not has_systems)
                for sizes in groups]
               + [lambda _: _solve(model, state, velocity, contacts, terms, frozen_rows, limits)])
-  branch_of_tier = [k for k, sizes in enumerate(groups) for _ in sizes] + [len(groups)]
   drop_limits = bool(model.joint_limits.count)
   drop_singles = has_systems and model.num_bodies > 0
   lean_branch = None
@@ -391,14 +387,16 @@ def solve_contacts(model: Model, state: State, velocity: StepVelocity,
                           limits=None if drop_limits else limits, singles=not drop_singles)
       return solution if inactive is None else solution.replace(joint_limits=inactive)
 
-    lean_groups = [(0,)] + [(h,) for h in small]      # their own sweeps: see above
-    lean_branch = [len(branches) + k for k, sizes in enumerate(lean_groups) for _ in sizes]
+    # The zero and small heads, each with its own sweeps (see above); past them the tier
+    # table's last entry, which `fits` never takes.
+    small = tuple(h for h in heads if h <= max(contact_heads.SMALL_HEADS))
+    lean_groups = contact_heads.grouped(small, share_small=False)
+    lean_branch = len(branches) + contact_heads.branch_of_tier(lean_groups)
     branches += [functools.partial(lean_heads, sizes) for sizes in lean_groups]
-  branch = jnp.asarray(branch_of_tier, jnp.int32)[tier]
+  branch = contact_heads.branch_of_tier(groups)[tier]
   if lean_branch is not None:
-    fits = tier < len(lean_branch)
-    lean_index = jnp.asarray(lean_branch, jnp.int32)[jnp.minimum(tier, len(lean_branch) - 1)]
-    branch = jnp.where(lean & fits, lean_index, branch)
+    fits = tier < len(small)
+    branch = jnp.where(lean & fits, lean_branch[jnp.minimum(tier, len(small))], branch)
   return jax.lax.switch(branch, branches, None)
 
 
