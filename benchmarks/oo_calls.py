@@ -3,8 +3,9 @@
 9-body scene (`scenes.py`), and an articulated system's setters and getters and one control
 loop iteration (set PD targets, integrate, read the state) on the standing quadruped
 (a getter that needs the kinematics or the contact list builds it once per state: the
-getter rows are the cached reads, the `integrate() + ...` rows a step and a first read). Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same
-9-body scene for scale where MuJoCo is installed.
+getter rows are the cached reads, the `integrate() + ...` rows a step and a first read).
+Microseconds per call after a first (compiling) call; MuJoCo's `mj_step` on the same 9-body
+scene for scale where MuJoCo is installed.
 
     .venv/bin/python benchmarks/oo_calls.py [--calls 300] [--json out.json] [--quick]
 

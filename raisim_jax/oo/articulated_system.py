@@ -48,11 +48,8 @@ def _normalized_quaternions(model, gc, name):
   """gc with the quaternions of spherical joints and the floating base normalised; a zero
   quaternion raises ValueError naming the argument."""
   gc = np.array(gc, np.float64)
-  # Host copies of the two tables: iterating or indexing the device arrays costs a dispatch
-  # per element (~1 ms per call for a quadruped).
-  gc_offset = np.asarray(model.gc_offset)
-  for body, joint_type in enumerate(np.asarray(model.joint_type)):
-    start = gc_offset[body] + (3 if joint_type == JOINT_FLOATING else 0)
+  for body, joint_type in enumerate(model.joint_type):
+    start = model.gc_offset[body] + (3 if joint_type == JOINT_FLOATING else 0)
     if joint_type in (JOINT_FLOATING, JOINT_SPHERICAL):
       norm = np.linalg.norm(gc[start:start + 4])
       if not norm > 1e-12:
@@ -898,7 +895,8 @@ class ArticulatedSystem(Object):
   def getJointAxis(self, idx):
     """Joint axis (3,) of joint `idx` in the world frame."""
     body = self._body(idx, "idx")
-    return _np(self._host_kin().joint_frame_rot[body]) @ _np(np.asarray(self._model().joint_axis)[body])
+    axis = np.asarray(self._model().joint_axis)[body]
+    return _np(self._host_kin().joint_frame_rot[body]) @ _np(axis)
 
   def getJointType(self, jointIndex) -> JointType:
     return JointType(self._entry.description.bodies[self._body(jointIndex, "jointIndex")]
