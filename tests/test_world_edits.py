@@ -577,3 +577,32 @@ def test_single_body_setters_write_their_row_and_reuse_the_compiled_step(dtype):
   np.testing.assert_allclose(ball.getLinearVelocity(), expected_velocity, atol=tolerance)
   np.testing.assert_allclose(ball.getPosition(), position + dt * expected_velocity,
                              atol=tolerance)
+
+
+def test_setters_and_getters_between_steps_compile_nothing_after_their_first_use():
+  """A control loop's setters and getters, once each has run, compile no XLA program when
+  they are called again on other bodies, with other values or after more steps: rows are
+  traced arguments of the one jitted write, reads index host views."""
+  world = rj.World()
+  world.addGround()
+  balls = _spheres_at(world, [0, 1, 2])
+  robot = world.addArticulatedSystem("rsc/urdf/pendulum.urdf")
+  dof = robot.getDOF()
+
+  def loop(k, ball):
+    ball.setPosition(k, 0.0, 1.0 + k)
+    ball.setVelocity(0.1 * k, 0, 0, 0, 0, 0)
+    ball.setExternalForce(0, [0.0, 0.0, float(k)])
+    robot.setPdTarget(np.full(dof, 0.1 * k), np.zeros(dof))
+    robot.setGeneralizedForce(np.full(dof, 0.2 * k))
+    world.integrate()
+    ball.getPosition(), ball.getLinearVelocity(), ball.getRotationMatrix()
+    robot.getGeneralizedCoordinate(), robot.getFramePosition(0), ball.getContacts()
+
+  loop(1, balls[0])     # compiles the world (its setters wrote the descriptions)
+  loop(2, balls[0])     # the first use of each setter and getter on the compiled world
+  with world_steps.XlaCompiles() as compiles:
+    for k, ball in enumerate(balls * 2):
+      loop(k + 3, ball)
+  assert compiles.count == 0
+  assert balls[2].getPosition()[0] != balls[1].getPosition()[0]
