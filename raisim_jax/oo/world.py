@@ -218,21 +218,13 @@ def _written(leaves, row, values):
           for name, leaf in leaves.items()}
 
 
-def _with_rows(leaves, index, values):
-  """Host copies of `leaves` ({name: array}) with rows `index` set to `values` ({name:
-  value}, cast to each leaf's dtype). Rows are written on the host: an eager `.at[].set` is
-  one XLA dispatch per leaf (~100 us each, several per setter)."""
-  copies = {name: np.array(leaf) for name, leaf in leaves.items()}
-  for name, value in values.items():
-    copies[name][index] = value
-  return copies
+_AWAKE = {"quiet_steps": np.asarray(0), "sleeping": np.asarray(False)}
 
 
-def _awake_rows(bodies, index):
-  """Host copies of the SingleBodyState fields with the quiet-step counters of `index`
-  restarted (awake)."""
-  return _with_rows({"quiet_steps": bodies.quiet_steps, "sleeping": bodies.sleeping}, index,
-                    {"quiet_steps": 0, "sleeping": False})
+def _awake(bodies, row):
+  """SingleBodyState fields with the quiet-step counters of `row` (an index or an index array;
+  None: every body) restarted: awake (`_written`)."""
+  return _written({name: getattr(bodies, name) for name in _AWAKE}, row, _AWAKE)
 
 
 @in_world_precision
@@ -499,9 +491,8 @@ class World:
     index = self._body_row(obj)
     bodies = self._state.bodies
     # Any edit keeps the body's island awake (the spec's sleeping rules).
-    values = dict(fields, quiet_steps=0, sleeping=False)
-    updates = _written({name: getattr(bodies, name) for name in values}, index,
-                       {name: np.asarray(value) for name, value in values.items()})
+    values = {**{name: np.asarray(value) for name, value in fields.items()}, **_AWAKE}
+    updates = _written({name: getattr(bodies, name) for name in values}, index, values)
     self._set_state(self._state.replace(bodies=bodies.replace(**updates)), committed=True)
 
   def _write_body_model(self, obj, **fields):
@@ -512,8 +503,8 @@ class World:
       return
     index = self._body_row(obj)
     bodies = self._model.bodies
-    values = {_BODY_MODEL_FIELD[name]: value for name, value in fields.items()}
-    updates = _with_rows({name: getattr(bodies, name) for name in values}, index, values)
+    values = {_BODY_MODEL_FIELD[name]: np.asarray(value) for name, value in fields.items()}
+    updates = _written({name: getattr(bodies, name) for name in values}, index, values)
     self._model = self._model.replace(bodies=bodies.replace(**updates))
     self._wake_rows([index])
 
@@ -814,8 +805,7 @@ class World:
     if self._dirty or self._state is None:
       return       # a recompile starts every body awake
     bodies = self._state.bodies
-    index = slice(None) if rows is None else np.asarray(rows)
-    awake = jax.device_put(_awake_rows(bodies, index), self._device)
+    awake = _awake(bodies, None if rows is None else np.asarray(rows))
     self._set_state(self._state.replace(bodies=bodies.replace(**awake)), committed=True)
 
   def getGravity(self):
