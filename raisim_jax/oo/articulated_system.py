@@ -160,8 +160,7 @@ class ArticulatedSystem(Object):
   def __init__(self, world, entry):
     super().__init__(world, entry)
     self._entry = entry
-    self._kin_cache = None
-    self._host_kin_cache = None   # (kin, its numpy copy): see _host_kin
+    self._kin_cache = None   # see _kin_entry
     self._compute_inverse_dynamics = False
     self._mass_edits = {}   # pending in-place edits: field -> array handed out by a getter
 
@@ -190,24 +189,26 @@ class ArticulatedSystem(Object):
     return self._world._articulated_model(self)
 
   def _kin(self):
-    """(model, state, Kinematics) at the current state, cached until the state or model
-    changes (both are immutable pytrees, so identity is the cache key)."""
-    model, state = self._model(), self._state()
-    cache = self._kin_cache
-    if cache is not None and cache[0] is model and cache[1] is state:
-      return cache[2]
-    kin = _forward_kinematics(model, state.generalized_coordinate, state.generalized_velocity)
-    self._kin_cache = (model, state, kin)
-    self._host_kin_cache = None
-    return kin
+    """Kinematics at the current state (device arrays: the core's jitted functions take it)."""
+    return self._kin_entry()[2]
 
   def _host_kin(self):
-    """`_kin()` as host (numpy) arrays, for the getters that read one body's row: indexing
-    the device arrays is an XLA dispatch per read (~100 us)."""
-    kin = self._kin()
-    if self._host_kin_cache is None or self._host_kin_cache[0] is not kin:
-      self._host_kin_cache = (kin, jax.tree.map(np.asarray, kin))
-    return self._host_kin_cache[1]
+    """The same Kinematics as host (numpy) arrays, for the getters that read one body's row:
+    indexing the device arrays is an XLA dispatch per read (~100 us)."""
+    entry = self._kin_entry()
+    if entry[3] is None:
+      entry[3] = jax.tree.map(np.asarray, entry[2])
+    return entry[3]
+
+  def _kin_entry(self):
+    """[model, state, Kinematics, its host copy or None], cached until the state or model
+    changes (both are immutable pytrees, so identity is the cache key)."""
+    model, state = self._model(), self._state()
+    entry = self._kin_cache
+    if entry is None or entry[0] is not model or entry[1] is not state:
+      kin = _forward_kinematics(model, state.generalized_coordinate, state.generalized_velocity)
+      entry = self._kin_cache = [model, state, kin, None]
+    return entry
 
   def _gravity(self, gravity):
     if gravity is None:

@@ -333,7 +333,7 @@ class World:
     system = systems[row]
     systems[row] = system.replace(**_written(
         {name: getattr(system, name) for name in fields}, None,
-        {name: np.asarray(value, self._dtype) for name, value in fields.items()}))
+        {name: np.asarray(value) for name, value in fields.items()}))
     self._set_state(self._state.replace(articulated=tuple(systems)), committed=True)
 
   def _write_articulated_model(self, obj, system_model):
