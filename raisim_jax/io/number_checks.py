@@ -7,7 +7,9 @@ inertias are finite, symmetric and positive semi-definite, joint limits are not 
 lower <= upper, collision sizes are positive. A movable joint whose whole subtree carries no
 mass, no inertia and no rotor inertia is rejected: its row of the joint-space mass matrix is
 zero, so the step would divide by zero (RaiSim needs the link to have an `<inertial>`, or the
-joint to be fixed so the link merges into its parent).
+joint to be fixed so the link merges into its parent). So is any model whose joint-space mass
+matrix at the zero configuration is singular (a joint moving no inertia about its axis, or a
+floating base of mass 0 sliding along with a prismatic child), naming the joints involved.
 
 Each error names the source, the element, its line (URDF) and the offending value.
 """
@@ -15,7 +17,8 @@ Each error names the source, the element, its line (URDF) and the offending valu
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE)
+from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                               JOINT_SPHERICAL)
 
 
 def _checked(ctx, what, line, check, value, name):
@@ -106,47 +109,113 @@ def check_moving_bodies_have_inertia(ctx, bodies, joint_lines):
         f"the link an <inertial> or make the joint fixed")
 
 
-def check_joints_have_inertia_along_their_motion(ctx, bodies, joint_lines):
-  """Every revolute joint must move some inertia about its axis, every prismatic joint some
-  mass along it (its subtree at the zero configuration, or its rotor inertia): otherwise the
-  joint-space mass matrix has a zero on its diagonal, and the first step divides by it. (A
-  thin rod spinning about its own axis: mass on the axis, izz = 0.) Run after
-  `check_moving_bodies_have_inertia`, which names a joint that moves nothing at all.
-
-  Args:
-    bodies: merged BodyDescriptions (parents before children).
-    joint_lines: {joint or link name: source line or None}.
-  """
+def _zero_configuration_frames(bodies):
+  """(rotations, origins) of every body frame in the root frame at the zero configuration."""
   rotations, origins = [], []
   for body in bodies:
     parent_rotation = rotations[body.parent] if body.parent >= 0 else np.eye(3)
     parent_origin = origins[body.parent] if body.parent >= 0 else np.zeros(3)
     rotations.append(parent_rotation @ np.asarray(body.joint_rot, float))
     origins.append(parent_origin + parent_rotation @ np.asarray(body.joint_pos, float))
-  subtrees = [[index] for index in range(len(bodies))]
-  for index in range(len(bodies) - 1, -1, -1):
-    if bodies[index].parent >= 0:
-      subtrees[bodies[index].parent] += subtrees[index]
-  for index, body in enumerate(bodies):
-    if body.joint_type not in (JOINT_REVOLUTE, JOINT_PRISMATIC) or body.rotor_inertia > 0:
-      continue
-    axis = rotations[index] @ np.asarray(body.axis, float)
-    moved, scale = 0.0, 0.0
-    for j in subtrees[index]:
-      mass, rotation = float(bodies[j].mass), rotations[j]
-      inertia = rotation @ np.asarray(bodies[j].inertia, float) @ rotation.T
-      arm = origins[j] + rotation @ np.asarray(bodies[j].com, float) - origins[index]
-      scale += mass * (1.0 + arm @ arm) + float(np.trace(inertia))
-      if body.joint_type == JOINT_PRISMATIC:
-        moved += mass
-      else:
-        moved += axis @ inertia @ axis + mass * float(np.sum(np.cross(axis, arm) ** 2))
-    if scale > 0 and moved <= 1e-12 * scale:
-      kind = ("inertia about its axis" if body.joint_type == JOINT_REVOLUTE
-              else "mass along its axis")
+  return rotations, origins
+
+
+def _motion_columns(body, rotation, origin):
+  """(k, 3) angular and (k, 3) point-velocity directions (at `origin`) of the k generalized
+  velocities of `body`'s joint, in the root frame; any basis of the joint's motions serves a
+  rank test."""
+  if body.joint_type == JOINT_FIXED:    # a fixed base (the only fixed joint left after merging)
+    return np.zeros((0, 3)), np.zeros((0, 3))
+  if body.joint_type == JOINT_FLOATING:
+    return np.vstack([np.zeros((3, 3)), np.eye(3)]), np.vstack([np.eye(3), np.zeros((3, 3))])
+  if body.joint_type == JOINT_SPHERICAL:
+    return rotation, np.zeros((3, 3))
+  axis = (rotation @ np.asarray(body.axis, float))[None]
+  if body.joint_type == JOINT_PRISMATIC:
+    return np.zeros((1, 3)), axis
+  return axis, np.zeros((1, 3))
+
+
+def joint_space_mass_matrix(bodies):
+  """(nv, nv) joint-space mass matrix of merged BodyDescriptions at the zero configuration
+  (rotor inertia on the diagonal), and (nv,) the body of each generalized velocity. Host
+  float64, for the checks below: sum over bodies of m J_v^T J_v + J_w^T I J_w, with J the
+  body's COM velocity and angular velocity Jacobians."""
+  rotations, origins = _zero_configuration_frames(bodies)
+  columns = [_motion_columns(b, r, o) for b, r, o in zip(bodies, rotations, origins)]
+  owner = np.concatenate([np.full(len(c[0]), k, int) for k, c in enumerate(columns)])
+  first = np.concatenate([[0], np.cumsum([len(c[0]) for c in columns])])
+  mass_matrix = np.diag([float(bodies[k].rotor_inertia) for k in owner])
+  for j, body in enumerate(bodies):
+    com = origins[j] + rotations[j] @ np.asarray(body.com, float)
+    inertia = rotations[j] @ np.asarray(body.inertia, float) @ rotations[j].T
+    jac_v, jac_w = np.zeros((3, len(owner))), np.zeros((3, len(owner)))
+    k = j
+    while k >= 0:
+      angular, linear = columns[k]
+      span = slice(first[k], first[k + 1])
+      jac_w[:, span] = angular.T
+      jac_v[:, span] = linear.T + np.cross(angular, com - origins[k]).T
+      k = bodies[k].parent
+    if not (jac_v.any() or jac_w.any()):
+      continue   # rigidly fixed to the world (its mass may be infinite: a static MJCF body)
+    mass_matrix += float(body.mass) * jac_v.T @ jac_v + jac_w.T @ inertia @ jac_w
+  return mass_matrix, owner
+
+
+def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
+  """The joint-space mass matrix at the zero configuration must be positive definite:
+  otherwise some motion of the joints moves no mass and no inertia, and the first step
+  divides by zero (NaN). Names the joint(s) of that motion: a revolute joint with no inertia
+  about its axis (a thin rod spinning about itself), a prismatic one with no mass along it, or
+  several joints together (a floating base of mass 0 carried along a prismatic joint: the base
+  and the slider move the same mass). Run after `check_moving_bodies_have_inertia`, which names
+  a joint that moves nothing at all.
+
+  Args:
+    bodies: merged BodyDescriptions (parents before children).
+    joint_lines: {joint or link name: source line or None}.
+  """
+  if not bodies:
+    return
+  mass_matrix, owner = joint_space_mass_matrix(bodies)
+  if not len(owner):
+    return
+  eigenvalues, vectors = np.linalg.eigh(mass_matrix)
+  scale = max(float(np.abs(np.diag(mass_matrix)).max()), 1e-300)
+  if eigenvalues[0] > 1e-12 * scale:
+    return
+  share = np.bincount(owner, weights=vectors[:, 0] ** 2, minlength=len(bodies))
+  involved = [k for k in np.argsort(-share) if share[k] > 1e-3]
+  if len(involved) == 1 or share[involved[0]] > 0.999:
+    body = bodies[involved[0]]
+    if body.joint_type == JOINT_FLOATING:
+      kind = "no mass" if body.mass <= 0 else "no inertia about some axis"
       raise ctx.error(
-          f"joint '{body.joint_name}'", joint_lines.get(body.joint_name),
-          f"moves link '{body.name}', but that link and everything it carries have no "
-          f"{kind} (the joint-space mass matrix would be singular): give the link "
-          f"inertia about the joint axis (an <inertia> diagonal), a <dynamics "
-          f"rotor_inertia>, or make the joint fixed")
+          f"link '{body.name}'", joint_lines.get(body.name),
+          f"the floating base has {kind} (the joint-space mass matrix would be singular): give "
+          f"it an <inertial> with mass and inertia, or attach it to a root link named 'world' "
+          f"for a fixed base")
+    kind = {JOINT_REVOLUTE: "inertia about its axis", JOINT_PRISMATIC: "mass along its axis",
+            JOINT_SPHERICAL: "inertia about some axis"}[body.joint_type]
+    raise ctx.error(
+        f"joint '{body.joint_name}'", joint_lines.get(body.joint_name),
+        f"moves link '{body.name}', but that link and everything it carries have no "
+        f"{kind} (the joint-space mass matrix would be singular): give the link "
+        f"inertia about the joint axis (an <inertia> diagonal), a <dynamics "
+        f"rotor_inertia>, or make the joint fixed")
+  label = lambda b: ("the floating base" if b.joint_type == JOINT_FLOATING
+                     else f"joint '{b.joint_name}'")
+  names = " and ".join(label(bodies[k]) for k in sorted(involved))
+  first = bodies[min(involved)]
+  hint = ""
+  if first.joint_type == JOINT_FLOATING and first.mass <= 0:
+    hint = (f": the floating base link '{first.name}' has no mass; give it an <inertial> "
+            f"mass, or attach it to a root link named 'world' for a fixed base (Bullet fixes a "
+            f"base of mass 0; RaiSim does not)")
+  what, line = ((f"link '{first.name}'", joint_lines.get(first.name))
+                if first.joint_type == JOINT_FLOATING
+                else (f"joint '{first.joint_name}'", joint_lines.get(first.joint_name)))
+  raise ctx.error(
+      what, line, f"{names} together can move without moving any mass or inertia (the "
+                  f"joint-space mass matrix would be singular){hint}")

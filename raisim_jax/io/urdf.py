@@ -521,7 +521,7 @@ def build_description(name, links: Sequence[LinkSpec], joints: Sequence[JointSpe
 
   lines = {**{l.name: l.sourceline for l in links}, **{j.name: j.sourceline for j in joints}}
   number_checks.check_moving_bodies_have_inertia(ctx, bodies, lines)
-  number_checks.check_joints_have_inertia_along_their_motion(ctx, bodies, lines)
+  number_checks.check_mass_matrix_is_regular(ctx, bodies, lines)
   if joint_order is not None:
     bodies, frames = _reorder(ctx, bodies, frames, joint_order)
 

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
+import raisim_jax as rj
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.io.urdf import Child, ChildBody, ChildJoint, description_from_child, load_urdf
 
@@ -168,6 +169,19 @@ def arm(link_b='<link name="b"><inertial><mass value="1"/>' + INERTIA + '</inert
               link_b)
 
 
+def two_hinges(second_axis):
+  """A fixed-base chain of two hinges at one point with a massless link between them."""
+  return urdf('<link name="world"/>',
+              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
+              '<link name="a"/>',
+              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
+              '<axis xyz="0 1 0"/></joint>',
+              '<link name="b"/>',
+              '<joint name="j2" type="revolute"><parent link="b"/><child link="c"/>'
+              f'<axis xyz="{second_axis}"/></joint>',
+              '<link name="c"><inertial><mass value="1"/>' + INERTIA + '</inertial></link>')
+
+
 BAD_NUMBERS = [
     (arm(link_a_mass="nan"), r"link 'a' \(line 5\).*non-finite number value=\"nan\""),
     (arm(link_a_mass="inf"), r"link 'a' \(line 5\).*non-finite number value=\"inf\""),
@@ -204,6 +218,42 @@ BAD_NUMBERS = [
 ]
 
 
+# Singular together, regular one by one (each joint's diagonal entry of M is positive).
+SINGULAR_PAIRS = [
+    # Coaxial hinges with a massless link between: turning them opposite ways moves nothing.
+    (two_hinges("0 1 0"), r"joint 'j1' \(line 6\): joint 'j1' and joint 'j2' together can move "
+                          r"without moving any mass or inertia"),
+    # A floating base of mass 0 with a slider (pybullet_data's cartpole): base and cart slide
+    # against each other moving nothing. Bullet fixes a base of mass 0; RaiSim does not.
+    (urdf('<link name="bar"><inertial><mass value="0"/>' + INERTIA + '</inertial></link>',
+          '<joint name="slider" type="prismatic"><parent link="bar"/><child link="cart"/>'
+          '<axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>',
+          '<link name="cart"><inertial><mass value="1"/>' + INERTIA + '</inertial></link>'),
+     r"link 'bar' \(line 3\): the floating base and joint 'slider' together can move without "
+     r"moving any mass.*the floating base link 'bar' has no mass.*root link named 'world'"),
+    # A floating base of mass 0 with inertia (pybullet_data's table): translations move nothing.
+    (urdf('<link name="top"><inertial><mass value="0"/>' + INERTIA + '</inertial></link>'),
+     r"link 'top' \(line 3\): the floating base has no mass \(the joint-space mass matrix "
+     r"would be singular\).*root link named 'world'"),
+]
+
+
+@pytest.mark.parametrize("text,pattern", SINGULAR_PAIRS)
+def test_a_singular_joint_space_mass_matrix_names_the_joints(text, pattern):
+  with pytest.raises(ValueError, match=pattern):
+    load_urdf(text)
+
+
+@pytest.mark.parametrize("name", ["cartpole.urdf", "table/table.urdf", "sphere2red_nocol.urdf"])
+def test_third_party_files_with_a_massless_floating_base_are_refused(name):
+  """pybullet_data files whose base has mass 0 (Bullet makes such a base static) stepped to
+  NaN in the first step; now the load says why, and the Bullet-vs-RaiSim difference."""
+  import pybullet_data
+  world = rj.World()
+  with pytest.raises(ValueError, match=r"floating base.*no mass.*root link named 'world'"):
+    world.addArticulatedSystem(os.path.join(pybullet_data.getDataPath(), name))
+
+
 @pytest.mark.parametrize("text,pattern", BAD_NUMBERS)
 def test_bad_numbers_in_a_urdf_name_the_element_and_line(text, pattern, tmp_path):
   with pytest.raises(ValueError, match=pattern):
@@ -216,16 +266,7 @@ def test_bad_numbers_in_a_urdf_name_the_element_and_line(text, pattern, tmp_path
 
 def test_massless_link_that_carries_mass_or_rotor_inertia_loads():
   # An intermediate link with no <inertial> whose child has mass: the joint moves mass.
-  text = urdf('<link name="world"/>',
-              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
-              '<link name="a"/>',
-              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
-              '<axis xyz="0 1 0"/></joint>',
-              '<link name="b"/>',
-              '<joint name="j2" type="revolute"><parent link="b"/><child link="c"/>'
-              '<axis xyz="0 1 0"/></joint>',
-              '<link name="c"><inertial><mass value="1"/>' + INERTIA + '</inertial></link>')
-  assert load_urdf(text).dof == 2
+  assert load_urdf(two_hinges("1 0 0")).dof == 2
   # A massless leaf driven through a rotor (rotor_inertia > 0) has a regular mass matrix.
   rotor = arm(link_b='<link name="b"/>', joint_extra='<dynamics rotor_inertia="0.01"/>')
   assert load_urdf(rotor).dof == 1
