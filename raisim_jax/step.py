@@ -98,7 +98,7 @@ def integrate2(model: Model, state: State, control: Control | None = None) -> St
   def end_of_step(system_model, system, term, gv_solved, displacement):
     gc_next, gv_next = articulated_integrate.end_of_step(
         system_model, system.generalized_coordinate, system.generalized_velocity, gv_solved,
-        dt, displacement)
+        dt, term.mass_inverse, displacement)
     return system.replace(
         generalized_coordinate=gc_next, generalized_velocity=gv_next,
         generalized_acceleration=(gv_next - system.generalized_velocity) / dt,

@@ -441,3 +441,55 @@ def test_gradient_with_a_cone_limit_and_a_hinge_limit_at_zero_is_finite_and_righ
   eps = 1e-6
   fd = [(value(gc0.at[i].add(eps)) - value(gc0.at[i].add(-eps))) / (2 * eps) for i in range(5)]
   np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+
+
+# A floating chain: a box base, then hinges about z with velocity limits; no <inertial> origin
+# offsets, so nothing is special about the numbers.
+FLOATING_CHAIN = """<?xml version="1.0"?>
+<robot name="floating_chain">
+  <link name="base"><inertial><mass value="2.0"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/>
+    <origin xyz="0.2 0 0.05"/><axis xyz="0 0 1"/>
+    <limit lower="-10" upper="10" effort="100" velocity="1.5"/></joint>
+  <link name="a"><inertial><origin xyz="0.3 0.02 0"/><mass value="0.7"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/>
+    <origin xyz="0.6 0 0"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="-10" upper="10" effort="100" velocity="2.0"/></joint>
+  <link name="b"><inertial><origin xyz="0.25 0 0"/><mass value="0.4"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+</robot>"""
+
+
+@pytest.mark.parametrize("joint_speeds", [(6.0, 0.5), (-6.0, 5.0)])
+def test_velocity_limits_act_at_the_joints_of_a_floating_robot(joint_speeds):
+  """Joint velocity limits are joint impulses (spec: "velocity limit forces acting at the
+  joint"). Oracle: the same step without limits (a twin world): the difference of the two
+  end-of-step velocities, times the mass matrix at the start of the step, is the impulse the
+  limits applied; it must be zero on the floating base (no force on the robot as a whole: its
+  momentum is kept) and on every dof inside its limit, and each dof past its limit ends exactly
+  on it. Clipping u+ entry by entry, as before, moved the base with no force: pybullet_data's
+  TwoJointRobot gained 4x its energy within a second of falling."""
+  u = np.array([0.3, -0.2, 0.1, 0.5, -1.0, 2.0, *joint_speeds])
+  worlds = []
+  for limited in (True, False):
+    world = rj.World()
+    world.setGravity([0, 0, 0])
+    robot = world.addArticulatedSystem(FLOATING_CHAIN)
+    if not limited:
+      robot.setJointVelocityLimits(np.full(robot.getDOF(), np.inf))
+    robot.setGeneralizedVelocity(u)
+    worlds.append((world, robot))
+  mass = worlds[0][1].getMassMatrix()
+  limits = worlds[0][1].getJointVelocityLimits()
+  for world, _ in worlds:
+    world.integrate()
+  limited, free = (robot.getGeneralizedVelocity() for _, robot in worlds)
+  impulse = mass @ (limited - free)
+  acting = np.abs(impulse) > 1e-9
+  assert acting.any() and not acting[:6].any()              # nothing on the floating base
+  np.testing.assert_allclose(np.abs(limited[acting]), limits[acting], rtol=1e-12)
+  assert np.all(impulse[acting] * limited[acting] < 0)      # it pushes back, never pulls
+  assert np.all(np.abs(limited) <= limits + 1e-9)
+  assert limited @ mass @ limited < free @ mass @ free                  # takes energy out

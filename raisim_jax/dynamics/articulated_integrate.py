@@ -15,7 +15,11 @@ Per step (all dynamics evaluated at the start-of-step state q, u):
 2. Actuation limits (setActuationLimits) bound tau_ff + PD force, evaluated at u: a dof whose
    force would exceed a bound gets the bound as a constant force, and its gains leave M_eff
    for this step (the bound is then exact).
-3. Joint velocity limits clip u+ after the contact solve.
+3. Joint velocity limits act after the contact solve as impulses at the joints
+   (`limit_velocity`): torques on the dofs past their limit, through M_eff^-1, that bring
+   exactly those dofs back to the limit. A joint torque is internal to the system, so a
+   floating robot's momentum is kept (clipping u+ entry by entry instead moved the base
+   with no force: a free-flying two-link robot gained energy at every step).
 4. Positions follow the system's IntegrationScheme (types.IntegrationScheme): SEMI_IMPLICIT
    (default, as single bodies) q += dt u+; TRAPEZOID q += dt (u + u+)/2; EULER q += dt u.
 
@@ -27,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from raisim_jax import batched_cond
 from raisim_jax.dynamics import crba, rnea
 from raisim_jax.dynamics import kinematics as kin_lib
 from raisim_jax.dynamics import tree as tree_lib
@@ -163,16 +168,51 @@ def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, 
   return jnp.where(terms.clamped, terms.actuation_force, feedforward_force + pd)
 
 
-def clip_velocity(model, gv):
-  """u with each dof clipped to its joint velocity limit (inf: no limit)."""
-  return jnp.clip(gv, -model.velocity_limit, model.velocity_limit)
+VELOCITY_LIMIT_ROUNDS = 3   # active-set rounds of `limit_velocity`
 
 
-def end_of_step(model, gc, gv, gv_solved, dt, displacement=None):
-  """(q, u) at the end of the step from the solved velocity: u+ is clipped to the velocity
-  limits, then q moves by the system's IntegrationScheme; `displacement` (nv,) is a
-  position-only correction (penetration removal) applied with it."""
-  gv_next = clip_velocity(model, gv_solved)
+def limit_velocity(model, mass_inverse, gv):
+  """(nv,) u+ with every dof inside its joint velocity limit l (`model.velocity_limit`, inf:
+  none), by generalized impulses tau at the dofs (RaiSim's "velocity limit forces acting at
+  the joint"): u+ = u + A tau with A = M_eff^-1 (`mass_inverse`, (nv, nv)) and, per dof,
+  tau_j = 0 and |u+_j| <= l_j, or tau_j pushing back (sign opposite to u+_j) and u+_j = +-l_j.
+  A joint's impulse acts on its parent and child alike, so the rest of the system (a floating
+  base) responds as to any joint torque and a free robot keeps its momentum.
+
+  Solved by active sets: the dofs past their limit hold at it (tau_S = A_SS^-1 (+-l - u)_S);
+  each of VELOCITY_LIMIT_ROUNDS rounds releases the dofs whose impulse pulls and adds those
+  the others pushed past. What is still past after them is clipped. Skipped where no dof is
+  past (under vmap: in no world); not traced at all when every limit is a concrete inf."""
+  limit = model.velocity_limit
+  if not isinstance(limit, jax.core.Tracer) and not np.isfinite(np.asarray(limit)).any():
+    return gv
+  past = lambda u: jnp.abs(u) > limit
+  identity = jnp.eye(gv.shape[0], dtype=gv.dtype)
+
+  def impulses(gv):
+    def round_(_, carry):     # one traced solve: compiled once, not once per round
+      active, side, _ = carry
+      system = jnp.where(active[:, None] & active[None, :], mass_inverse, identity)
+      wanted = jnp.where(active, side * limit - gv, 0.0)
+      tau = jnp.where(active, dense.spd_inverse(system) @ wanted, 0.0)
+      limited = gv + mass_inverse @ tau
+      joining = ~active & past(limited)
+      side = jnp.where(joining, jnp.sign(limited), side)
+      return (active & (tau * side <= 0)) | joining, side, limited
+
+    _, _, limited = jax.lax.fori_loop(0, VELOCITY_LIMIT_ROUNDS, round_,
+                                      (past(gv), jnp.sign(gv), gv))
+    return jnp.clip(limited, -limit, limit)
+
+  return jax.lax.cond(batched_cond.any_world(jnp.any(past(gv))), impulses, lambda u: u, gv)
+
+
+def end_of_step(model, gc, gv, gv_solved, dt, mass_inverse, displacement=None):
+  """(q, u) at the end of the step from the solved velocity: u+ is brought inside the
+  velocity limits (`limit_velocity`, with M_eff^-1 `mass_inverse`), then q moves by the
+  system's IntegrationScheme; `displacement` (nv,) is a position-only correction (penetration
+  removal) applied with it."""
+  gv_next = limit_velocity(model, mass_inverse, gv_solved)
   return update_configuration(model, gc, gv, gv_next, dt, displacement), gv_next
 
 
@@ -200,4 +240,4 @@ def integrate_articulated(model, gc, gv, generalized_force_ff, gravity, dt, exte
   d_target = jnp.zeros_like(gv) if d_target is None else jnp.asarray(d_target, dtype)
   terms = step_terms(model, gc, gv, jnp.asarray(generalized_force_ff, dtype), p_target,
                      d_target, jnp.asarray(gravity, dtype), dt, external_wrench)
-  return end_of_step(model, gc, gv, terms.free_velocity, dt)
+  return end_of_step(model, gc, gv, terms.free_velocity, dt, terms.mass_inverse)
