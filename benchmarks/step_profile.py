@@ -8,7 +8,7 @@ conditional's body), and attributes it to the innermost Python frame of the HLO 
 it runs (the stack-frame tables in the compiled module's text). Prints the shares by file,
 function and line, and the most expensive thunks with their HLO shapes.
 
-    python benchmarks/step_profile.py [--model ant|hopper|humanoid|quadruped] [--batch 1024]
+    python benchmarks/step_profile.py [--model ant|hopper|humanoid|quadruped|pile] [--batch 1024]
         [--steps 10] [--top 25] [--json F]
 
 `--quick` (hopper, batch 2, 2 steps) is what the test suite runs so the script cannot rot.
@@ -40,7 +40,11 @@ GYMNASIUM = {"hopper": "hopper.xml", "ant": "ant.xml", "humanoid": "humanoid.xml
 
 def world_of(name):
   """(model, state) of `name` in float32 with the solver in its batched mode: Gymnasium's
-  MJCF file at its initial pose, or the standing quadruped of tests/legged settled for 1 s."""
+  MJCF file at its initial pose, the standing quadruped of tests/legged settled for 1 s, or
+  `scenes.py`'s 216-sphere pile settled for 1 s."""
+  if name == "pile":   # benchmarks/scenes.py's 216 spheres after 1 s of settling
+    from benchmarks import scenes
+    return scenes.settled("pile", 1000)
   if name == "quadruped":
     from tests.legged import scenarios
     world, _, _, feet = scenarios.standing_world("quadruped", jnp.float32)
@@ -146,7 +150,7 @@ def shares(exclusive, where, key):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__)
-  parser.add_argument("--model", default="ant", choices=sorted(GYMNASIUM) + ["quadruped"])
+  parser.add_argument("--model", default="ant", choices=sorted(GYMNASIUM) + ["quadruped", "pile"])
   parser.add_argument("--batch", type=int, default=1024)
   parser.add_argument("--steps", type=int, default=10)
   parser.add_argument("--top", type=int, default=25)
