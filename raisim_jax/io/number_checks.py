@@ -14,6 +14,8 @@ floating base of mass 0 sliding along with a prismatic child), naming the joints
 Each error names the source, the element, its line (URDF) and the offending value.
 """
 
+import warnings
+
 import numpy as np
 
 from raisim_jax import validation
@@ -29,22 +31,45 @@ def _checked(ctx, what, line, check, value, name):
     raise ctx.error(what, line, str(error).replace("argument ", "")) from None
 
 
+def _semi_definite(inertia) -> bool:
+  """Whether a symmetric 3x3 inertia is positive semi-definite up to rounding. Real files
+  (laikago) carry a zero inertia with positive mass: semi-definite is accepted."""
+  eigenvalues = np.linalg.eigvalsh(inertia)
+  return eigenvalues.min() >= -1e-12 * max(1.0, np.abs(eigenvalues).max())
+
+
 def check_link(ctx, link):
-  """Mass, inertia and collision geometry of one LinkSpec."""
+  """Mass, inertia and collision geometry of one LinkSpec. Returns the error of an inertia
+  that is not positive semi-definite instead of raising it (None where it is): such a link
+  may be a placeholder that merges into a body whose inertia is (`check_merged_inertias`)."""
   what, line = f"link '{link.name}'", link.sourceline
   inertial = link.inertial
   _checked(ctx, what, line, validation.non_negative, inertial.mass, "<mass value>")
   inertia = _checked(ctx, what, line, validation.matrix3, inertial.inertia, "<inertia>")
   if np.abs(inertia - inertia.T).max() > 1e-9 * max(1.0, np.abs(inertia).max()):
     raise ctx.error(what, line, f"<inertia> is not symmetric: {inertia.tolist()}")
-  eigenvalues = np.linalg.eigvalsh(inertia)
-  # Real files (laikago) carry a zero inertia with positive mass: positive *semi*-definite
-  # is accepted, a negative eigenvalue is not.
-  if eigenvalues.min() < -1e-12 * max(1.0, np.abs(eigenvalues).max()):
-    raise ctx.error(what, line, f"<inertia> is not positive semi-definite (eigenvalues "
-                                f"{eigenvalues})")
   for geometry in link.collisions:
     check_collision_geometry(ctx, f"{what} <collision>", geometry.sourceline or line, geometry)
+  if not _semi_definite(inertia):
+    return ctx.error(what, line, f"<inertia> is not positive semi-definite (eigenvalues "
+                                 f"{np.linalg.eigvalsh(inertia)})")
+  return None
+
+
+def check_merged_inertias(ctx, bodies, link_errors):
+  """Raises the error of a link whose inertia is not positive semi-definite
+  (`check_link`'s `link_errors`, {link name: ValueError}) where the body it belongs to after
+  merging through fixed joints is not either; where that body is (a 1 mg placeholder link
+  with rounded inertia numbers fixed to a robot's base: TIAGo's antennas in
+  example-robot-data), warns instead and uses the file's numbers."""
+  for body in bodies:
+    for link in body.links:
+      if link not in link_errors:
+        continue
+      if not _semi_definite(np.asarray(body.inertia, float)):
+        raise link_errors[link]
+      warnings.warn(f"{link_errors[link]}; it is fixed to body '{body.name}', whose merged "
+                    f"inertia is, so the file's numbers are used as given", stacklevel=4)
 
 
 def check_collision_geometry(ctx, what, line, g):
@@ -217,5 +242,6 @@ def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
                 if first.joint_type == JOINT_FLOATING
                 else (f"joint '{first.joint_name}'", joint_lines.get(first.joint_name)))
   raise ctx.error(
-      what, line, f"{names} together can move without moving any mass or inertia (the "
-                  f"joint-space mass matrix would be singular){hint}")
+      what, line, f"{names} together can move without moving any mass or inertia at the zero "
+                  f"configuration (the joint-space mass matrix is singular there: their axes "
+                  f"line up and what lies between them has no inertia about them){hint}")

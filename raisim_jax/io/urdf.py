@@ -394,8 +394,8 @@ def build_description(name, links: Sequence[LinkSpec], joints: Sequence[JointSpe
                       ) -> ArticulatedDescription:
   """Merge raw links/joints into movable bodies in RaiSim's joint order (see module doc)."""
   ctx = _Ctx(source)
-  for link in links:
-    number_checks.check_link(ctx, link)
+  inertia_errors = {link.name: error for link in links
+                    if (error := number_checks.check_link(ctx, link)) is not None}
   for joint in joints:
     number_checks.check_joint(ctx, joint)
   link_by_name = {}
@@ -520,6 +520,7 @@ def build_description(name, links: Sequence[LinkSpec], joints: Sequence[JointSpe
       counts[g.link] = k + 1
 
   lines = {**{l.name: l.sourceline for l in links}, **{j.name: j.sourceline for j in joints}}
+  number_checks.check_merged_inertias(ctx, bodies, inertia_errors)
   number_checks.check_moving_bodies_have_inertia(ctx, bodies, lines)
   number_checks.check_mass_matrix_is_regular(ctx, bodies, lines)
   if joint_order is not None:

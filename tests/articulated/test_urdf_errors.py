@@ -313,3 +313,24 @@ def test_child_numbers_get_the_same_checks():
   bad_mass = Child(name="base", body=ChildBody(mass=float("nan"), inertia=np.eye(3)))
   with pytest.raises(ValueError, match=r"<Child>: link 'base'.*<mass value>' must be non-negative"):
     description_from_child(bad_mass)
+
+
+def test_a_placeholder_link_with_a_rounded_inertia_fixed_to_a_body_warns_and_loads():
+  """example-robot-data's TIAGo fixes 1 mg antenna links with inertias of ~1e-8 kg m^2 whose
+  rounding made them indefinite (eigenvalues -3.5e-8, 3.5e-8, 9.1e-8) to its base: the body
+  they merge into is positive definite, so the file loads with a warning naming the link;
+  the same inertia on a link that moves by itself is still refused."""
+  antenna = ('<inertial><mass value="0.000001"/><inertia ixx="0.00000002371" '
+             'ixy="0.00000006119" ixz="0.00000001179" iyy="0.00000002833" '
+             'iyz="0.00000000774" izz="0.00000003849"/></inertial>')
+  text = urdf('<link name="base"><inertial><mass value="10"/>' + INERTIA + '</inertial></link>',
+              '<joint name="mount" type="fixed"><parent link="base"/><child link="antenna"/>'
+              '<origin xyz="0.2 0.1 0.2"/></joint>',
+              f'<link name="antenna">{antenna}</link>')
+  with pytest.warns(UserWarning, match=r"link 'antenna' \(line 5\): <inertia> is not positive "
+                                       r"semi-definite.*fixed to body 'base'.*used as given"):
+    description = load_urdf(text)
+  assert np.linalg.eigvalsh(description.bodies[0].inertia).min() > 0
+  with pytest.raises(ValueError, match=r"link 'antenna' \(line 5\): <inertia> is not positive"):
+    load_urdf(text.replace('type="fixed"', 'type="revolute"').replace(
+        '<origin xyz="0.2 0.1 0.2"/>', '<origin xyz="0.2 0.1 0.2"/><axis xyz="1 0 0"/>'))
