@@ -1,0 +1,138 @@
+"""Real third-party robot files as users load them: every URDF of example-robot-data and
+pybullet_data either loads or is refused with a ValueError that names the file and the
+element at fault (never another exception, never a model that steps to NaN), and a real
+quadruped dropped on the ground lands and stays finite, above the ground, without gaining
+energy. The files are PyPI packages of the dev extra (example-robot-data, pybullet)."""
+
+import glob
+import importlib.metadata
+import os
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import raisim_jax as rj
+
+
+def example_robot_data_files():
+  """{path under robots/: path} of example-robot-data's URDFs (installed under
+  cmeel.prefix)."""
+  paths = [str(f.locate()) for f in importlib.metadata.files("example-robot-data")
+           if str(f).endswith(".urdf")]
+  return {p.split("/robots/", 1)[1]: p for p in sorted(paths)}
+
+
+def pybullet_data_files():
+  import pybullet_data
+  root = pybullet_data.getDataPath()
+  return {os.path.relpath(p, root): p
+          for p in sorted(glob.glob(os.path.join(root, "**", "*.urdf"), recursive=True))
+          if "random_urdfs" not in p}
+
+
+def load(path):
+  """(system or None, the ValueError or None, warnings) of loading `path` into a World."""
+  world = rj.World()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+      return world.addArticulatedSystem(path), None, caught
+    except ValueError as error:
+      return None, error, caught
+
+
+# What each refused file is refused for (the rest must load).
+REFUSED = {
+    # example-robot-data
+    "icub_description/robots/icub.urdf": r"joint 'neck_roll' \(line 1042\): joint 'neck_roll' and joint 'neck_yaw' "
+                 r"together can move without moving any mass or inertia at the zero",
+    "romeo_description/urdf/romeo.urdf": r"joint 'LHand' \(line \d+\): moves link 'LFinger11Link', but .* no mass",
+    "romeo_description/urdf/romeo_laas_small.urdf": r"link 'body' \(line 327\): <inertia> is not positive semi-definite",
+    "ur_description/urdf/ur3.urdf": r"<robot>: no links",
+    # pybullet_data
+    "bicycle/bike.urdf": r"joint 'handlebar_to_frontwheel' \(line 103\): malformed number",
+    "biped/biped2d_pybullet.urdf": r"joint 'torso_to_rightleg' \(line 115\): malformed number",
+    "cartpole.urdf": r"link 'slideBar' \(line 4\): the floating base and joint 'slider_to_cart' "
+                     r"together .*the floating base link 'slideBar' has no mass",
+    "humanoid/humanoid.urdf": r"malformed XML \(line 288\)",
+    "husky/husky.urdf": r"joint 'imu_joint' \(line 97\): malformed number",
+    "plane.urdf": r"the floating base and everything it carries have no mass",
+    "plane100.urdf": r"the floating base and everything it carries have no mass",
+    "plane_implicit.urdf": r"unknown geometry <plane>",
+    "plane_transparent.urdf": r"the floating base and everything it carries have no mass",
+    "quadruped/microtaur/microtaur.urdf": r"rpy=\"-3.14159 1.57079 0 0\" must have 3 numbers",
+    "samurai.urdf": r"the floating base and everything it carries have no mass",
+    "sphere2red_nocol.urdf": r"link 'baseLink' \(line 3\): the floating base has no mass",
+    "table/table.urdf": r"link 'baseLink' \(line 3\): the floating base has no mass",
+    "torus_deform.urdf": r"<robot>: no links",
+    "toys/concave_box.urdf": r"unknown geometry <cdf>",
+    "tray/tray.urdf": r"the floating base and everything it carries have no mass",
+    "tray/tray_textured2.urdf": r"the floating base and everything it carries have no mass",
+    "tray/traybox.urdf": r"the floating base and everything it carries have no mass",
+}
+
+
+@pytest.mark.parametrize("source", ["example-robot-data", "pybullet_data"])
+def test_every_third_party_urdf_loads_or_is_refused_naming_the_file_and_element(source):
+  files = example_robot_data_files() if source == "example-robot-data" else pybullet_data_files()
+  assert len(files) > 60
+  loaded, refused = [], {}
+  for name, path in files.items():
+    system, error, _ = load(path)
+    if error is None:
+      assert system.getDOF() >= 0
+      loaded.append(name)
+    else:
+      assert str(error).startswith(path + ": "), error
+      refused[name] = str(error)
+  expected = {name: pattern for name, pattern in REFUSED.items() if name in files}
+  assert sorted(refused) == sorted(expected), refused
+  for name, message in refused.items():
+    assert re.search(expected[name], message), (name, message)
+  assert len(loaded) > 50
+
+
+def test_tiagos_placeholder_antennas_warn_and_the_robot_loads():
+  """TIAGo's 1 mg antenna links carry indefinite (rounded) inertias; they are fixed to the
+  base, whose merged inertia is positive definite: a warning naming each, not a refusal."""
+  system, error, caught = load(example_robot_data_files()["tiago_description/robots/tiago.urdf"])
+  assert error is None and system.getDOF() > 0
+  messages = [str(w.message) for w in caught]
+  for link in ("base_antenna_left_link", "base_antenna_right_link"):
+    assert any(f"link '{link}'" in m and "used as given" in m for m in messages), messages
+
+
+ANYMAL = "anymal_c_simple_description/urdf/anymal.urdf"
+
+
+def test_anymal_dropped_on_the_ground_lands_and_stays_finite():
+  """example-robot-data's ANYmal C (18 dofs, primitive collision bodies), dropped from 1 m
+  above its nominal pose with no control: it lands, comes to rest above the ground, and its
+  energy never grows by more than the position correction of its first touch (1% of the
+  drop; a passive system cannot gain energy)."""
+  world = rj.World()
+  world.setTimeStep(1e-3)
+  world.addGround()
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")       # its mesh collision bodies are named in a warning
+    robot = world.addArticulatedSystem(example_robot_data_files()[ANYMAL])
+  q = robot.getGeneralizedCoordinate()
+  q[2] += 1.0
+  robot.setGeneralizedCoordinate(q)
+  gravity = np.asarray(world.getGravity())
+  energy = [robot.getEnergy(gravity)]
+  for _ in range(1500):
+    world.integrate()
+    energy.append(robot.getEnergy(gravity))
+  energy = np.asarray(energy)
+  assert np.all(np.isfinite(energy))
+  rise = max(energy[k:].max() - energy[k] for k in range(len(energy)))
+  assert rise < 0.01 * energy[0]
+  # Unactuated, its legs fold and it comes to rest on its belly (base box 0.09 m above the
+  # ground on its contacts), every body above the ground.
+  assert robot.getGeneralizedCoordinate()[2] == pytest.approx(0.09, abs=0.01)
+  assert min(robot.getBodyPosition(b)[2] for b in range(len(robot.getBodyNames()))) > 0.0
+  assert np.abs(robot.getGeneralizedVelocity()).max() < 1e-3
+  assert len(robot.getContacts()) >= 4
