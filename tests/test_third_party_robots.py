@@ -2,10 +2,10 @@
 pybullet_data either loads or is refused with a ValueError that names the file and the
 element at fault (never another exception, never a model that steps to NaN), and a real
 quadruped dropped on the ground lands and stays finite, above the ground, without gaining
-energy. The files are PyPI packages of the dev extra (example-robot-data, pybullet)."""
+energy. The files are PyPI packages of the dev extra (example-robot-data, pybullet); their
+dynamics against Pinocchio: tests/articulated/test_dynamics_vs_pinocchio.py."""
 
 import glob
-import importlib.metadata
 import os
 import re
 import warnings
@@ -14,14 +14,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-
-
-def example_robot_data_files():
-  """{path under robots/: path} of example-robot-data's URDFs (installed under
-  cmeel.prefix)."""
-  paths = [str(f.locate()) for f in importlib.metadata.files("example-robot-data")
-           if str(f).endswith(".urdf")]
-  return {p.split("/robots/", 1)[1]: p for p in sorted(paths)}
+from tests.articulated.robots import example_robot_data_files
 
 
 def pybullet_data_files():

@@ -153,18 +153,26 @@ class PinocchioOracle:
     pin.updateFramePlacements(self.model, self.data)
     pos, rot = [], []
     for i, b in enumerate(self.bodies):
-      fid = self.model.getFrameId(b.name)
+      fid = self.frame_id(b.name, (pin.FrameType.BODY,))
       m = self.data.oMf[fid]
       pos.append(m.translation.copy())
       rot.append(m.rotation.copy())
     return np.array(pos), np.array(rot)
+
+  def frame_id(self, name, preferred):
+    """Pinocchio's frame `name`, of the first of the `preferred` FrameTypes that has one (a
+    link and a joint may share a name: ANYmal's LF_HAA), else of any type."""
+    for kind in preferred:
+      if self.model.existFrame(name, kind):
+        return self.model.getFrameId(name, kind)
+    return self.model.getFrameId(name)
 
   def frame_jacobian(self, q, frame_name):
     """(pos (3,), J (6, nv) [lin; ang] in RaiSim's u) of a Pinocchio frame (LWA)."""
     qp = self.q_to_pin(q)
     pin.computeJointJacobians(self.model, self.data, qp)
     pin.updateFramePlacements(self.model, self.data)
-    fid = self.model.getFrameId(frame_name)
+    fid = self.frame_id(frame_name, (pin.FrameType.JOINT, pin.FrameType.FIXED_JOINT))
     j = pin.getFrameJacobian(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED)
     return self.data.oMf[fid].translation.copy(), j @ self.transform(q)
 

@@ -28,6 +28,26 @@ def _fix_base(text, base_link):
   return re.sub(r"(<robot[^>]*>)", r"\1" + world, text, count=1)
 
 
+# example-robot-data (a dev dependency): name -> path under its robots/ directory.
+EXAMPLE_ROBOT_DATA = {
+    "anymal_c": "anymal_c_simple_description/urdf/anymal.urdf",
+    "solo12": "solo_description/robots/solo12.urdf",
+    "talos": "talos_data/robots/talos_reduced.urdf",
+    "tiago": "tiago_description/robots/tiago.urdf",
+    "ur5": "ur_description/urdf/ur5_robot.urdf",
+    "g1": "g1_description/urdf/g1_29dof_rev_1_0.urdf",
+}
+
+
+def example_robot_data_files():
+  """{path under example-robot-data's robots/: absolute path} of its URDFs (the package
+  installs them under cmeel.prefix)."""
+  import importlib.metadata
+  paths = [str(f.locate()) for f in importlib.metadata.files("example-robot-data")
+           if str(f).endswith(".urdf")]
+  return {p.split("/robots/", 1)[1]: p for p in sorted(paths)}
+
+
 @functools.lru_cache(maxsize=None)
 def robot(name):
   if name == "a1":
@@ -51,6 +71,11 @@ def robot(name):
     # Pinocchio's base sits at the origin: move our root to the origin for a direct comparison
     desc.bodies[0].joint_pos = np.zeros(3)
     desc.bodies[0].joint_rot = np.eye(3)
+  elif name in EXAMPLE_ROBOT_DATA:
+    path = example_robot_data_files()[EXAMPLE_ROBOT_DATA[name]]
+    desc = load_urdf(path)
+    oracle = pinocchio_oracle.from_urdf_text(desc, _strip_decl(open(path).read()),
+                                             floating=not desc.fixed_base)
   else:
     raise KeyError(name)
   model = compile_articulated(desc, jnp.float64)

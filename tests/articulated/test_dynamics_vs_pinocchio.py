@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 from raisim_jax.dynamics import aba, crba, energy, jacobian, kinematics, rnea
-from tests.articulated.robots import random_state, robot
+from tests.articulated.robots import EXAMPLE_ROBOT_DATA, random_state, robot
 
-ROBOTS = ["a1", "kuka", "all_joints", "fixed_arm"]
+# rsc and pybullet_data robots, then example-robot-data's (EXAMPLE_ROBOT_DATA: ANYmal C,
+# solo12, Talos, TIAGo with 54 dofs, UR5, Unitree G1).
+ROBOTS = ["a1", "kuka", "all_joints", "fixed_arm", *EXAMPLE_ROBOT_DATA]
 GRAVITY = np.array([0.0, 0.0, -9.81])
 RTOL = 1e-9
 
