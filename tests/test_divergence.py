@@ -24,6 +24,28 @@ def _two_balls():
   return world, calm, wild
 
 
+def test_an_unnamed_object_is_named_by_its_type_and_a_robot_by_its_file(tmp_path):
+  """RaiSim's objects have no name unless given one: the error says what the object is (an
+  articulated system by the URDF file it came from) instead of "''"."""
+  path = tmp_path / "rod.urdf"
+  path.write_text('<robot name="rod"><link name="base"><inertial><mass value="1"/>'
+                  '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+                  '</link></robot>')
+  world = rj.World()
+  robot = world.addArticulatedSystem(str(path))
+  ball = world.addSphere(0.1, 1.0)
+  ball.setPosition(3, 0, 0)
+  world.integrate()
+  robot.setMass(0, 1e-10)                              # finite, but the steps overflow
+  robot.setGeneralizedForce([1e300, 0, 0, 0, 0, 0])
+  ball.setMass(1e-10)
+  ball.setExternalForce(0, [1e300, 0.0, 0.0])
+  with pytest.raises(rj.DivergenceError, match=r"objects: an unnamed SPHERE \(index 1\), an "
+                                               r"unnamed articulated system from 'rod.urdf' "
+                                               r"\(index 0\)"):
+    world.integrate()
+
+
 def test_non_finite_step_raises_naming_the_object_and_keeps_the_state():
   world, calm, wild = _two_balls()
   world.integrate()
@@ -31,7 +53,7 @@ def test_non_finite_step_raises_naming_the_object_and_keeps_the_state():
   wild.setExternalForce(0, [1e300, 0.0, 0.0])       # finite, but 1e310 m/s^2 overflows
   before = wild.getPosition().copy()
   with pytest.raises(rj.DivergenceError, match=r"World.integrate\(\): the state became "
-                                               r"non-finite .*object 'wild' \(index 1\)"):
+                                               r"non-finite .*object: 'wild' \(index 1\)"):
     world.integrate()
   np.testing.assert_array_equal(wild.getPosition(), before)
   np.testing.assert_allclose(world.getWorldTime(), 1e-3)

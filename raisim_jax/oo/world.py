@@ -890,7 +890,7 @@ class World:
       culprits = self._non_finite_objects(new_state)
       raise DivergenceError(
           f"World.{call}(): the state became non-finite in the step from world time "
-          f"{float(self._state.time):.6g} s (object{'s' if len(culprits) > 1 else ''} "
+          f"{float(self._state.time):.6g} s (object{'s' if len(culprits) > 1 else ''}: "
           f"{', '.join(culprits) or 'unknown'}); the world keeps the state before that step. "
           f"Typical causes: a time step too large for the stiffness (PD gains, springs), "
           f"huge forces, or overlapping bodies pushed apart violently")
@@ -903,19 +903,30 @@ class World:
     self._set_state(new_state, committed=True)
 
   def _non_finite_objects(self, state):
-    """Names ('name' (index i)) of the objects whose pose or velocity is not finite."""
-    names = []
+    """Labels of the objects whose pose or velocity is not finite: 'name' (index i), or for
+    an unnamed object its type (an articulated system: the file it came from)."""
+    def label(obj):
+      name = obj.getName()
+      if name:
+        return f"'{name}' (index {obj.getIndexInWorld()})"
+      kind = obj.getObjectType().name
+      if kind == "ARTICULATED_SYSTEM":
+        source = obj.getRobotDescriptionfFileName()
+        kind = f"articulated system from '{source}'" if source else "articulated system"
+      return f"an unnamed {kind} (index {obj.getIndexInWorld()})"
+
+    labels = []
     b = jax.tree.map(np.asarray, state.bodies)
     for row, obj in enumerate(self._single_objects()):
       values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
                 b.angular_velocity[row]]
       if not all(np.all(np.isfinite(np.asarray(v))) for v in values):
-        names.append(f"'{obj.getName()}' (index {obj.getIndexInWorld()})")
+        labels.append(label(obj))
     for obj, system in zip(self._articulated_objects(), state.articulated):
       if not (np.all(np.isfinite(np.asarray(system.generalized_coordinate)))
               and np.all(np.isfinite(np.asarray(system.generalized_velocity)))):
-        names.append(f"'{obj.getName()}' (index {obj.getIndexInWorld()})")
-    return names
+        labels.append(label(obj))
+    return labels
 
   # ---- materials ----------------------------------------------------------------------------
   def _materials_changed(self):
