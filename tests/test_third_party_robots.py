@@ -39,8 +39,9 @@ def load(path):
 # What each refused file is refused for (the rest must load).
 REFUSED = {
     # example-robot-data
-    "icub_description/robots/icub.urdf": r"joint 'neck_roll' \(line 1042\): joint 'neck_roll' and joint 'neck_yaw' "
-                 r"together can move without moving any mass or inertia at the zero",
+    "icub_description/robots/icub.urdf": r"joint 'neck_roll' \(line 1042\): joint 'neck_roll' "
+                                         r"and joint 'neck_yaw' together can move without "
+                                         r"moving any mass or inertia",
     "romeo_description/urdf/romeo.urdf": r"joint 'LHand' \(line \d+\): moves link 'LFinger11Link', but .* no mass",
     "romeo_description/urdf/romeo_laas_small.urdf": r"link 'body' \(line 327\): <inertia> is not positive semi-definite",
     "ur_description/urdf/ur3.urdf": r"<robot>: no links",

@@ -134,14 +134,30 @@ def check_moving_bodies_have_inertia(ctx, bodies, joint_lines):
         f"the link an <inertial> or make the joint fixed")
 
 
-def _zero_configuration_frames(bodies):
-  """(rotations, origins) of every body frame in the root frame at the zero configuration."""
+def _axis_rotation(axis, angle):
+  """(3, 3) rotation by `angle` about the unit `axis` (Rodrigues)."""
+  k = np.asarray(axis, float) / max(np.linalg.norm(axis), 1e-300)
+  cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+  return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * cross @ cross
+
+
+def _body_frames(bodies, displacement=None):
+  """(rotations, origins) of every body frame in the root frame with each revolute /
+  prismatic joint at `displacement[k]` (None: the zero configuration; other joints at
+  zero)."""
   rotations, origins = [], []
-  for body in bodies:
+  for k, body in enumerate(bodies):
     parent_rotation = rotations[body.parent] if body.parent >= 0 else np.eye(3)
     parent_origin = origins[body.parent] if body.parent >= 0 else np.zeros(3)
-    rotations.append(parent_rotation @ np.asarray(body.joint_rot, float))
-    origins.append(parent_origin + parent_rotation @ np.asarray(body.joint_pos, float))
+    joint_rot = np.asarray(body.joint_rot, float)
+    joint_pos = np.asarray(body.joint_pos, float)
+    q = 0.0 if displacement is None else float(displacement[k])
+    if body.joint_type == JOINT_REVOLUTE:
+      joint_rot = joint_rot @ _axis_rotation(body.axis, q)
+    elif body.joint_type == JOINT_PRISMATIC:
+      joint_pos = joint_pos + joint_rot @ np.asarray(body.axis, float) * q
+    rotations.append(parent_rotation @ joint_rot)
+    origins.append(parent_origin + parent_rotation @ joint_pos)
   return rotations, origins
 
 
@@ -161,12 +177,13 @@ def _motion_columns(body, rotation, origin):
   return axis, np.zeros((1, 3))
 
 
-def joint_space_mass_matrix(bodies):
-  """(nv, nv) joint-space mass matrix of merged BodyDescriptions at the zero configuration
-  (rotor inertia on the diagonal), and (nv,) the body of each generalized velocity. Host
-  float64, for the checks below: sum over bodies of m J_v^T J_v + J_w^T I J_w, with J the
-  body's COM velocity and angular velocity Jacobians."""
-  rotations, origins = _zero_configuration_frames(bodies)
+def joint_space_mass_matrix(bodies, displacement=None):
+  """(nv, nv) joint-space mass matrix of merged BodyDescriptions at the zero configuration,
+  or with the revolute / prismatic joints at `displacement` (one value per body), rotor
+  inertia on the diagonal; and (nv,) the body of each generalized velocity. Host float64, for
+  the checks below: sum over bodies of m J_v^T J_v + J_w^T I J_w, with J the body's COM
+  velocity and angular velocity Jacobians."""
+  rotations, origins = _body_frames(bodies, displacement)
   columns = [_motion_columns(b, r, o) for b, r, o in zip(bodies, rotations, origins)]
   owner = np.concatenate([np.full(len(c[0]), k, int) for k, c in enumerate(columns)])
   first = np.concatenate([[0], np.cumsum([len(c[0]) for c in columns])])
@@ -188,14 +205,67 @@ def joint_space_mass_matrix(bodies):
   return mass_matrix, owner
 
 
+# Every real robot file seen (pybullet_data, Gymnasium, example-robot-data, rsc) has its
+# smallest eigenvalue of M above 1.5e-5 of the largest diagonal entry; iCub's neck, two
+# hinges coaxial up to the file's rounding of pi/2 (1.5708) with a point mass between, is at
+# 1e-10 - 1e-9 (in float32 a singular matrix, in float64 ten digits lost).
+SINGULAR = 1e-8
+
+
+def _singular_direction(mass_matrix):
+  """The unit null vector of a mass matrix, or None where it is positive definite: its
+  smallest eigenvalue above SINGULAR of its largest diagonal entry."""
+  eigenvalues, vectors = np.linalg.eigh(mass_matrix)
+  scale = max(float(np.abs(np.diag(mass_matrix)).max()), 1e-300)
+  return None if eigenvalues[0] > SINGULAR * scale else vectors[:, 0]
+
+
+def _singular_motion_error(bodies, owner, direction, joint_lines):
+  """((element, line), message) naming the joints of a singular `direction` of M."""
+  share = np.bincount(owner, weights=direction ** 2, minlength=len(bodies))
+  involved = [k for k in np.argsort(-share) if share[k] > 1e-3]
+  if len(involved) == 1 or share[involved[0]] > 0.999:
+    body = bodies[involved[0]]
+    if body.joint_type == JOINT_FLOATING:
+      kind = "no mass" if body.mass <= 0 else "no inertia about some axis"
+      return ((f"link '{body.name}'", joint_lines.get(body.name)),
+              f"the floating base has {kind} (the joint-space mass matrix would be singular): "
+              f"give it an <inertial> with mass and inertia, or attach it to a root link named "
+              f"'world' for a fixed base")
+    kind = {JOINT_REVOLUTE: "inertia about its axis", JOINT_PRISMATIC: "mass along its axis",
+            JOINT_SPHERICAL: "inertia about some axis"}[body.joint_type]
+    return ((f"joint '{body.joint_name}'", joint_lines.get(body.joint_name)),
+            f"moves link '{body.name}', but that link and everything it carries have no "
+            f"{kind} (the joint-space mass matrix would be singular): give the link inertia "
+            f"about the joint axis (an <inertia> diagonal), a <dynamics rotor_inertia>, or "
+            f"make the joint fixed")
+  label = lambda b: ("the floating base" if b.joint_type == JOINT_FLOATING
+                     else f"joint '{b.joint_name}'")
+  names = " and ".join(label(bodies[k]) for k in sorted(involved))
+  first = bodies[min(involved)]
+  hint = ""
+  if first.joint_type == JOINT_FLOATING and first.mass <= 0:
+    hint = (f": the floating base link '{first.name}' has no mass; give it an <inertial> "
+            f"mass, or attach it to a root link named 'world' for a fixed base (Bullet fixes a "
+            f"base of mass 0; RaiSim does not)")
+  where = ((f"link '{first.name}'", joint_lines.get(first.name))
+           if first.joint_type == JOINT_FLOATING
+           else (f"joint '{first.joint_name}'", joint_lines.get(first.joint_name)))
+  return where, (f"{names} together can move without moving any mass or inertia (the "
+                 f"joint-space mass matrix would be singular){hint}")
+
+
 def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
-  """The joint-space mass matrix at the zero configuration must be positive definite:
-  otherwise some motion of the joints moves no mass and no inertia, and the first step
-  divides by zero (NaN). Names the joint(s) of that motion: a revolute joint with no inertia
-  about its axis (a thin rod spinning about itself), a prismatic one with no mass along it, or
-  several joints together (a floating base of mass 0 carried along a prismatic joint: the base
-  and the slider move the same mass). Run after `check_moving_bodies_have_inertia`, which names
-  a joint that moves nothing at all.
+  """The joint-space mass matrix must be positive definite: otherwise some motion of the
+  joints moves no mass and no inertia, and a step divides by zero (NaN). Checked at the zero
+  configuration, where a robot starts; names the joint(s) of that motion: a revolute joint
+  with no inertia about its axis (a thin rod spinning about itself), a prismatic one with no
+  mass along it, or several joints together (a floating base of mass 0 carried along a
+  prismatic joint: the base and the slider move the same mass). Refused where M is singular
+  (SINGULAR) at a random configuration of the revolute and prismatic joints too (the model,
+  not the pose); where it is regular there, a warning says so, as a step from the zero
+  configuration diverges. Run after
+  `check_moving_bodies_have_inertia`, which names a joint that moves nothing at all.
 
   Args:
     bodies: merged BodyDescriptions (parents before children).
@@ -206,42 +276,13 @@ def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
   mass_matrix, owner = joint_space_mass_matrix(bodies)
   if not len(owner):
     return
-  eigenvalues, vectors = np.linalg.eigh(mass_matrix)
-  scale = max(float(np.abs(np.diag(mass_matrix)).max()), 1e-300)
-  if eigenvalues[0] > 1e-12 * scale:
+  direction = _singular_direction(mass_matrix)
+  if direction is None:
     return
-  share = np.bincount(owner, weights=vectors[:, 0] ** 2, minlength=len(bodies))
-  involved = [k for k in np.argsort(-share) if share[k] > 1e-3]
-  if len(involved) == 1 or share[involved[0]] > 0.999:
-    body = bodies[involved[0]]
-    if body.joint_type == JOINT_FLOATING:
-      kind = "no mass" if body.mass <= 0 else "no inertia about some axis"
-      raise ctx.error(
-          f"link '{body.name}'", joint_lines.get(body.name),
-          f"the floating base has {kind} (the joint-space mass matrix would be singular): give "
-          f"it an <inertial> with mass and inertia, or attach it to a root link named 'world' "
-          f"for a fixed base")
-    kind = {JOINT_REVOLUTE: "inertia about its axis", JOINT_PRISMATIC: "mass along its axis",
-            JOINT_SPHERICAL: "inertia about some axis"}[body.joint_type]
-    raise ctx.error(
-        f"joint '{body.joint_name}'", joint_lines.get(body.joint_name),
-        f"moves link '{body.name}', but that link and everything it carries have no "
-        f"{kind} (the joint-space mass matrix would be singular): give the link "
-        f"inertia about the joint axis (an <inertia> diagonal), a <dynamics "
-        f"rotor_inertia>, or make the joint fixed")
-  label = lambda b: ("the floating base" if b.joint_type == JOINT_FLOATING
-                     else f"joint '{b.joint_name}'")
-  names = " and ".join(label(bodies[k]) for k in sorted(involved))
-  first = bodies[min(involved)]
-  hint = ""
-  if first.joint_type == JOINT_FLOATING and first.mass <= 0:
-    hint = (f": the floating base link '{first.name}' has no mass; give it an <inertial> "
-            f"mass, or attach it to a root link named 'world' for a fixed base (Bullet fixes a "
-            f"base of mass 0; RaiSim does not)")
-  what, line = ((f"link '{first.name}'", joint_lines.get(first.name))
-                if first.joint_type == JOINT_FLOATING
-                else (f"joint '{first.joint_name}'", joint_lines.get(first.joint_name)))
-  raise ctx.error(
-      what, line, f"{names} together can move without moving any mass or inertia at the zero "
-                  f"configuration (the joint-space mass matrix is singular there: their axes "
-                  f"line up and what lies between them has no inertia about them){hint}")
+  (what, line), message = _singular_motion_error(bodies, owner, direction, joint_lines)
+  displacement = np.random.default_rng(0).uniform(-1.0, 1.0, len(bodies))
+  if _singular_direction(joint_space_mass_matrix(bodies, displacement)[0]) is not None:
+    raise ctx.error(what, line, message)
+  warnings.warn(f"{ctx.error(what, line, message)} at the zero configuration, and regular "
+                f"elsewhere: set a configuration away from it before the first step (a step "
+                f"from it diverges)", stacklevel=4)

@@ -238,6 +238,29 @@ SINGULAR_PAIRS = [
 ]
 
 
+def test_a_mass_matrix_singular_only_at_the_zero_configuration_warns():
+  """Hinges j1 and j2 about z, both through the origin at zero, with massless links between
+  them and a tilting hinge jm (about x) in the middle: at jm = 0 they are coaxial and turning
+  them opposite ways moves nothing (M singular); anywhere else M is regular. The model is
+  fine, the pose is not: a warning, not a refusal."""
+  massless = '<link name="{}"/>'
+  text = urdf('<link name="world"/>',
+              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
+              '<link name="a"/>',
+              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
+              '<axis xyz="0 0 1"/></joint>', massless.format("b"),
+              '<joint name="jm" type="revolute"><parent link="b"/><child link="m"/>'
+              '<axis xyz="1 0 0"/></joint>', massless.format("m"),
+              '<joint name="j2" type="revolute"><parent link="m"/><child link="c"/>'
+              '<axis xyz="0 0 1"/></joint>',
+              '<link name="c"><inertial><origin xyz="0 0 0.3"/><mass value="1"/>' + INERTIA
+              + '</inertial></link>')
+  with pytest.warns(UserWarning, match=r"joint 'j1' \(line 6\): joint 'j1' and joint 'j2' "
+                                       r"together can move without moving any mass or inertia "
+                                       r".* at the zero configuration, and regular elsewhere"):
+    assert load_urdf(text).dof == 3
+
+
 @pytest.mark.parametrize("text,pattern", SINGULAR_PAIRS)
 def test_a_singular_joint_space_mass_matrix_names_the_joints(text, pattern):
   with pytest.raises(ValueError, match=pattern):
