@@ -205,19 +205,29 @@ def joint_space_mass_matrix(bodies, displacement=None):
   return mass_matrix, owner
 
 
-# Every real robot file seen (pybullet_data, Gymnasium, example-robot-data, rsc) has its
-# smallest eigenvalue of M above 1.5e-5 of the largest diagonal entry; iCub's neck, two
-# hinges coaxial up to the file's rounding of pi/2 (1.5708) with a point mass between, is at
-# 1e-10 - 1e-9 (in float32 a singular matrix, in float64 ten digits lost).
+# Singular: the smallest eigenvalue of M scaled to a unit diagonal (D^-1/2 M D^-1/2, so a
+# tiny link on its own joint is not small, only joints whose motions cancel are) at most
+# this. Every real robot file seen (pybullet_data, Gymnasium, example-robot-data, rsc) is
+# above 1e-4 at its zero configuration except iCub, whose neck roll and yaw line up there
+# (4e-15; 1.6e-5 - 1.5e-4 at random neck angles: a warning).
 SINGULAR = 1e-8
 
 
 def _singular_direction(mass_matrix):
-  """The unit null vector of a mass matrix, or None where it is positive definite: its
-  smallest eigenvalue above SINGULAR of its largest diagonal entry."""
-  eigenvalues, vectors = np.linalg.eigh(mass_matrix)
-  scale = max(float(np.abs(np.diag(mass_matrix)).max()), 1e-300)
-  return None if eigenvalues[0] > SINGULAR * scale else vectors[:, 0]
+  """A unit direction of generalized velocity that moves (almost) no mass or inertia, or
+  None where M is positive definite: a dof with no diagonal entry, else the eigenvector of
+  the smallest eigenvalue of M scaled to a unit diagonal where that is at most SINGULAR."""
+  diagonal = np.diag(mass_matrix)
+  scale = max(float(np.abs(diagonal).max()), 1e-300)
+  empty = diagonal <= 1e-12 * scale
+  if empty.any():
+    return np.eye(len(diagonal))[int(np.argmax(empty))]
+  inverse_root = 1.0 / np.sqrt(diagonal)
+  eigenvalues, vectors = np.linalg.eigh(mass_matrix * np.outer(inverse_root, inverse_root))
+  if eigenvalues[0] > SINGULAR:
+    return None
+  direction = inverse_root * vectors[:, 0]
+  return direction / np.linalg.norm(direction)
 
 
 def _singular_motion_error(bodies, owner, direction, joint_lines):
