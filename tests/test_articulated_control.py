@@ -3,7 +3,6 @@ PD (and the explicit PD it outlasts), actuation and velocity limits, joint-limit
 joint springs (revolute and spherical), and the integration schemes."""
 
 import os
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -506,22 +505,9 @@ def test_a_third_party_robot_dropped_on_the_ground_only_loses_energy(name):
   the integrator's, 2% of the drop). With u+ clipped entry by entry it went from 13.5 J to
   54 J and flew 1.5 m high."""
   import pybullet_data
-  world = rj.World()
-  world.setTimeStep(1e-3)
-  world.addGround()
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")      # its visual meshes are not collision bodies
-    robot = world.addArticulatedSystem(os.path.join(pybullet_data.getDataPath(), name))
-  q = robot.getGeneralizedCoordinate()
-  q[2] += 0.6
-  robot.setGeneralizedCoordinate(q)
-  gravity = np.asarray(world.getGravity())
-  energy = [robot.getEnergy(gravity)]
-  for _ in range(1500):
-    world.integrate()
-    energy.append(robot.getEnergy(gravity))
-  energy = np.asarray(energy)
-  rise = max(energy[k:].max() - energy[k] for k in range(len(energy)))
+  from tests.articulated.robots import dropped_on_the_ground
+  robot, energy, rise = dropped_on_the_ground(
+      os.path.join(pybullet_data.getDataPath(), name), lift=0.6)
   assert rise < 0.02 * energy[0]
   assert energy[-1] < 0.15 * energy[0]
   assert robot.getGeneralizedCoordinate()[2] < 0.1

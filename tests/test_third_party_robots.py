@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import raisim_jax as rj
-from tests.articulated.robots import example_robot_data_files
+from tests.articulated.robots import dropped_on_the_ground, example_robot_data_files
 
 
 def pybullet_data_files():
@@ -112,23 +112,8 @@ def test_anymal_dropped_on_the_ground_lands_and_stays_finite():
   above its nominal pose with no control: it lands, comes to rest above the ground, and its
   energy never grows by more than the position correction of its first touch (1% of the
   drop; a passive system cannot gain energy)."""
-  world = rj.World()
-  world.setTimeStep(1e-3)
-  world.addGround()
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")       # its mesh collision bodies are named in a warning
-    robot = world.addArticulatedSystem(example_robot_data_files()[ANYMAL])
-  q = robot.getGeneralizedCoordinate()
-  q[2] += 1.0
-  robot.setGeneralizedCoordinate(q)
-  gravity = np.asarray(world.getGravity())
-  energy = [robot.getEnergy(gravity)]
-  for _ in range(1500):
-    world.integrate()
-    energy.append(robot.getEnergy(gravity))
-  energy = np.asarray(energy)
+  robot, energy, rise = dropped_on_the_ground(example_robot_data_files()[ANYMAL], lift=1.0)
   assert np.all(np.isfinite(energy))
-  rise = max(energy[k:].max() - energy[k] for k in range(len(energy)))
   assert rise < 0.01 * energy[0]
   # Unactuated, its legs fold and it comes to rest on its belly (base box 0.09 m above the
   # ground on its contacts), every body above the ground.

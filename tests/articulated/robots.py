@@ -82,6 +82,31 @@ def robot(name):
   return desc, model, oracle
 
 
+def dropped_on_the_ground(path, lift, steps=1500, dt=1e-3):
+  """(robot, energy (steps + 1,), largest rise of the energy over any stretch) of the robot
+  file at `path` in an OO World with a ground, its floating base lifted by `lift` from its
+  nominal pose and left to fall with no control for `steps` steps of `dt`. Load warnings
+  (mesh collision bodies, placeholder inertias) are silenced: the loading tests check them."""
+  import warnings
+  import raisim_jax as rj
+  world = rj.World()
+  world.setTimeStep(dt)
+  world.addGround()
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    robot = world.addArticulatedSystem(path)
+  q = robot.getGeneralizedCoordinate()
+  q[2] += lift
+  robot.setGeneralizedCoordinate(q)
+  gravity = np.asarray(world.getGravity())
+  energy = [robot.getEnergy(gravity)]
+  for _ in range(steps):
+    world.integrate()
+    energy.append(robot.getEnergy(gravity))
+  energy = np.asarray(energy)
+  return robot, energy, max(energy[k:].max() - energy[k] for k in range(len(energy)))
+
+
 def random_state(desc, rng):
   """Random (q, u, tau) in RaiSim's convention."""
   q = []
