@@ -69,7 +69,8 @@ class ArticulatedModel:
     spring_mount (nq,): spring rest configuration (angle / position / quaternion w,x,y,z).
     joint_lower (nq,), joint_upper (nq,) position limits (inf where absent); a spherical
       joint's cone angle sits in joint_upper at its first coordinate (URDF <limit upper>);
-    velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve.
+    velocity_limit (nv,): |u| bound per dof (inf where absent or 0), enforced after the solve
+      by impulses at the joints (`articulated_integrate.limit_velocity`).
     actuation_lower (nv,), actuation_upper (nv,): bounds on feed-forward + PD generalized
       force (+-inf where absent or 0; URDF `effort` gives -effort / +effort).
     p_gain (nv,), d_gain (nv,): PD gains (setPdGains), used when pd_enabled is 1.

@@ -1160,8 +1160,9 @@ class ArticulatedSystem(Object):
     return _np(self._model().velocity_limit)
 
   def setJointVelocityLimits(self, velLimits):
-    """(nv,) velocity limit per dof (inf: none): |u| is clipped to it after each step's
-    contact solve."""
+    """(nv,) velocity limit per dof (inf: none): after each step's contact solve, impulses at
+    the dofs past their limit hold them at it (joint torques: the rest of the system responds,
+    a floating robot keeps its momentum; `articulated_integrate.limit_velocity`)."""
     def check(value, name):
       if not value > 0:
         raise ValueError(f"argument '{name}' must be positive (or inf), got {value!r}")
