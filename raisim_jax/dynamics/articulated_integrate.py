@@ -168,7 +168,10 @@ def generalized_force(terms: ArticulatedStepTerms, feedforward_force, d_target, 
   return jnp.where(terms.clamped, terms.actuation_force, feedforward_force + pd)
 
 
-VELOCITY_LIMIT_ROUNDS = 3   # active-set rounds of `limit_velocity`
+# Active-set rounds of `limit_velocity`. Real robots' sets settle in one or two (A1 and
+# rsc's all_joints, 200 random states each: never clipped); random SPD couplings (n 2-6)
+# missed the exact solution in 4% of cases at 3 rounds, 0.3% at 5, 0.2% at 20 (cycles).
+VELOCITY_LIMIT_ROUNDS = 8
 
 
 def limit_velocity(model, mass_inverse, gv):
@@ -181,11 +184,13 @@ def limit_velocity(model, mass_inverse, gv):
 
   Solved by active sets: the dofs past their limit hold at it (tau_S = A_SS^-1 (+-l - u)_S);
   each of VELOCITY_LIMIT_ROUNDS rounds releases the dofs whose impulse pulls and adds those
-  the others pushed past. What is still past after them is clipped. Skipped where no dof is
+  the others pushed past. What is still past after them is clipped (rare: strongly coupled
+  dofs whose active sets cycle; the clip can then add a little energy). Skipped where no dof is
   past (under vmap: in no world); not traced at all when every limit is a concrete inf."""
   limit = model.velocity_limit
   if not isinstance(limit, jax.core.Tracer) and not np.isfinite(np.asarray(limit)).any():
     return gv
+  limit = jnp.asarray(limit, gv.dtype)
   past = lambda u: jnp.abs(u) > limit
   identity = jnp.eye(gv.shape[0], dtype=gv.dtype)
 

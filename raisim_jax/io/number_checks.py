@@ -142,35 +142,40 @@ def _axis_rotation(axis, angle):
 
 
 def _body_frames(bodies, displacement=None):
-  """(rotations, origins) of every body frame in the root frame with each revolute /
-  prismatic joint at `displacement[k]` (None: the zero configuration; other joints at
-  zero)."""
-  rotations, origins = [], []
+  """(rotations, origins, joint frames) in the root frame: each body frame, and each body's
+  joint frame before the joint's motion, with each revolute / prismatic joint at
+  `displacement[k]` and each spherical one turned by it about a fixed oblique axis (None:
+  the zero configuration; a floating base stays at the origin)."""
+  rotations, origins, joint_frames = [], [], []
   for k, body in enumerate(bodies):
     parent_rotation = rotations[body.parent] if body.parent >= 0 else np.eye(3)
     parent_origin = origins[body.parent] if body.parent >= 0 else np.zeros(3)
     joint_rot = np.asarray(body.joint_rot, float)
     joint_pos = np.asarray(body.joint_pos, float)
+    joint_frames.append(parent_rotation @ joint_rot)
     q = 0.0 if displacement is None else float(displacement[k])
     if body.joint_type == JOINT_REVOLUTE:
       joint_rot = joint_rot @ _axis_rotation(body.axis, q)
+    elif body.joint_type == JOINT_SPHERICAL:
+      joint_rot = joint_rot @ _axis_rotation((1.0, 2.0, 3.0), q)
     elif body.joint_type == JOINT_PRISMATIC:
       joint_pos = joint_pos + joint_rot @ np.asarray(body.axis, float) * q
     rotations.append(parent_rotation @ joint_rot)
     origins.append(parent_origin + parent_rotation @ joint_pos)
-  return rotations, origins
+  return rotations, origins, joint_frames
 
 
-def _motion_columns(body, rotation, origin):
-  """(k, 3) angular and (k, 3) point-velocity directions (at `origin`) of the k generalized
-  velocities of `body`'s joint, in the root frame; any basis of the joint's motions serves a
-  rank test."""
+def _motion_columns(body, rotation, joint_frame):
+  """(k, 3) angular and (k, 3) linear directions (of the body frame's origin) of the k
+  generalized velocities of `body`'s joint, in the root frame, as the engine defines them
+  (a spherical joint's angular velocity in the parent-side joint frame `joint_frame`);
+  `rotation` is the body frame's."""
   if body.joint_type == JOINT_FIXED:    # a fixed base (the only fixed joint left after merging)
     return np.zeros((0, 3)), np.zeros((0, 3))
   if body.joint_type == JOINT_FLOATING:
     return np.vstack([np.zeros((3, 3)), np.eye(3)]), np.vstack([np.eye(3), np.zeros((3, 3))])
   if body.joint_type == JOINT_SPHERICAL:
-    return rotation, np.zeros((3, 3))
+    return joint_frame.T, np.zeros((3, 3))
   axis = (rotation @ np.asarray(body.axis, float))[None]
   if body.joint_type == JOINT_PRISMATIC:
     return np.zeros((1, 3)), axis
@@ -183,8 +188,8 @@ def joint_space_mass_matrix(bodies, displacement=None):
   inertia on the diagonal; and (nv,) the body of each generalized velocity. Host float64, for
   the checks below: sum over bodies of m J_v^T J_v + J_w^T I J_w, with J the body's COM
   velocity and angular velocity Jacobians."""
-  rotations, origins = _body_frames(bodies, displacement)
-  columns = [_motion_columns(b, r, o) for b, r, o in zip(bodies, rotations, origins)]
+  rotations, origins, joint_frames = _body_frames(bodies, displacement)
+  columns = [_motion_columns(b, r, f) for b, r, f in zip(bodies, rotations, joint_frames)]
   owner = np.concatenate([np.full(len(c[0]), k, int) for k, c in enumerate(columns)])
   first = np.concatenate([[0], np.cumsum([len(c[0]) for c in columns])])
   mass_matrix = np.diag([float(bodies[k].rotor_inertia) for k in owner])
@@ -286,17 +291,21 @@ def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
   if not bodies:
     return
   mass_matrix, owner = joint_space_mass_matrix(bodies)
-  if not len(owner):
+  # Joint damping d enters the step's M_eff = M + dt diag(d) (articulated_integrate), which
+  # is regular for every dt > 0 exactly where M on the undamped dofs is (M is semi-definite):
+  # only those are checked (iCub's damped neck passes).
+  undamped = np.asarray([not float(bodies[k].damping) > 0 for k in owner], bool)
+  if not undamped.any():
     return
-  direction = _singular_direction(mass_matrix)
-  # Joint damping d enters the step's M_eff = M + dt diag(d) (articulated_integrate): a
-  # damped joint in the direction keeps M_eff regular for every dt > 0 (iCub's neck).
-  damped = np.asarray([float(bodies[k].damping) > 0 for k in owner])
-  if direction is None or np.sum(direction[damped] ** 2) > 1e-6:
+  owner = owner[undamped]
+  on_undamped = lambda m: m[np.ix_(undamped, undamped)]
+  direction = _singular_direction(on_undamped(mass_matrix))
+  if direction is None:
     return
   (what, line), message = _singular_motion_error(bodies, owner, direction, joint_lines)
   displacement = np.random.default_rng(0).uniform(-1.0, 1.0, len(bodies))
-  if _singular_direction(joint_space_mass_matrix(bodies, displacement)[0]) is not None:
+  if _singular_direction(on_undamped(joint_space_mass_matrix(bodies, displacement)[0])) \
+      is not None:
     raise ctx.error(what, line, message)
   warnings.warn(f"{ctx.error(what, line, message)} at the zero configuration, and regular "
                 f"elsewhere: set a configuration away from it before the first step (a step "

@@ -266,6 +266,29 @@ def test_a_mass_matrix_singular_only_at_the_zero_configuration_warns():
                            '<axis xyz="0 0 1"/><dynamics damping="0.5"/></joint>', 1))
 
 
+def test_damping_passes_only_the_joints_it_is_on():
+  """Two hinges each turning a point mass on its own axis (a zero diagonal each): damping on
+  j1 keeps M_eff regular along j1, not along j2, which is still refused by name (the check
+  once passed any singular direction that touched a damped dof; found in review)."""
+  point = ('<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" '
+           'iyz="0"/></inertial>')
+  text = urdf('<link name="world"/>',
+              '<joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>',
+              '<link name="a"><inertial><mass value="1"/>' + INERTIA + '</inertial></link>',
+              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
+              '<axis xyz="0 0 1"/><dynamics damping="0.5"/></joint>',
+              f'<link name="b">{point}</link>',
+              '<joint name="j2" type="revolute"><parent link="a"/><child link="c"/>'
+              '<origin xyz="0.5 0 0"/><axis xyz="0 0 1"/></joint>',
+              f'<link name="c">{point}</link>')
+  with pytest.raises(ValueError, match=r"joint 'j2' \(line 8\): moves link 'c', but .* no "
+                                       r"inertia about its axis"):
+    load_urdf(text)
+  assert load_urdf(text.replace('<origin xyz="0.5 0 0"/><axis xyz="0 0 1"/></joint>',
+                                '<origin xyz="0.5 0 0"/><axis xyz="0 0 1"/>'
+                                '<dynamics damping="0.5"/></joint>')).dof == 2
+
+
 @pytest.mark.parametrize("text,pattern", SINGULAR_PAIRS)
 def test_a_singular_joint_space_mass_matrix_names_the_joints(text, pattern):
   with pytest.raises(ValueError, match=pattern):
@@ -362,3 +385,30 @@ def test_a_placeholder_link_with_a_rounded_inertia_fixed_to_a_body_warns_and_loa
   with pytest.raises(ValueError, match=r"link 'antenna' \(line 5\): <inertia> is not positive"):
     load_urdf(text.replace('type="fixed"', 'type="revolute"').replace(
         '<origin xyz="0.2 0.1 0.2"/>', '<origin xyz="0.2 0.1 0.2"/><axis xyz="1 0 0"/>'))
+
+
+@pytest.mark.parametrize("name", ["a1", "all_joints"])
+def test_the_load_checks_mass_matrix_is_pinocchios(name):
+  """`number_checks.joint_space_mass_matrix` (host numpy, what the load-time rank check
+  reads) against Pinocchio's at the zero configuration and at the check's displaced one
+  (hinges and sliders moved, spherical joints turned about a fixed oblique axis). Its
+  spherical columns were once transposed (0.13 off; found in review)."""
+  from raisim_jax.io import number_checks
+  from raisim_jax.types import JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL
+  from tests.articulated.robots import robot
+  description, _, oracle = robot(name)
+  displacement = np.random.default_rng(0).uniform(-1.0, 1.0, len(description.bodies))
+  axis = np.asarray([1.0, 2.0, 3.0]) / np.sqrt(14.0)
+  for moved in (None, displacement):
+    q = []
+    for k, body in enumerate(description.bodies):
+      angle = 0.0 if moved is None else moved[k]
+      if body.joint_type == JOINT_FLOATING:
+        q += [0, 0, 0, 1, 0, 0, 0]
+      elif body.joint_type == JOINT_SPHERICAL:
+        q += [np.cos(angle / 2), *(np.sin(angle / 2) * axis)]
+      elif body.joint_type in (JOINT_REVOLUTE, JOINT_PRISMATIC):
+        q.append(angle)
+    mass_matrix, _ = number_checks.joint_space_mass_matrix(description.bodies, moved)
+    np.testing.assert_allclose(mass_matrix, oracle.mass_matrix(np.asarray(q, float)),
+                               atol=1e-12)
