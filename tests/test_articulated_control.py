@@ -550,3 +550,15 @@ def test_velocity_limit_impulses_are_the_exact_solution_for_random_couplings():
     limit[rng.random(n) < 0.3] = np.inf
     np.testing.assert_allclose(limited(limit, inverse_mass, u),
                                exact_velocity_limits(inverse_mass, u, limit), atol=1e-10)
+
+
+def test_velocity_limits_of_a_system_without_dofs_trace():
+  """A system with no dofs (an MJCF worldbody's static shapes) has an empty limit vector; with
+  the limits traced (a model passed as an argument) the least-index rounds took an argmax of
+  an empty vector (found by tests/test_mjcf.py)."""
+  from types import SimpleNamespace
+  from raisim_jax.dynamics.articulated_integrate import limit_velocity
+  empty = jnp.zeros((0,))
+  out = jax.jit(lambda limit, inverse_mass, u: limit_velocity(
+      SimpleNamespace(velocity_limit=limit), inverse_mass, u))(empty, jnp.zeros((0, 0)), empty)
+  assert out.shape == (0,)

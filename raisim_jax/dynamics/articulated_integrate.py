@@ -193,8 +193,9 @@ def limit_velocity(model, mass_inverse, gv):
   change; what is still past after all rounds is clipped. Skipped where no dof is past
   (under vmap: in no world); not traced at all when every limit is a concrete inf."""
   limit = model.velocity_limit
-  if not isinstance(limit, jax.core.Tracer) and not np.isfinite(np.asarray(limit)).any():
-    return gv
+  if not gv.shape[0] or (not isinstance(limit, jax.core.Tracer)
+                         and not np.isfinite(np.asarray(limit)).any()):
+    return gv   # no dofs (a fixed system of static shapes), or no finite limit
   limit = jnp.asarray(limit, gv.dtype)
   past = lambda u: jnp.abs(u) > limit
   identity = jnp.eye(gv.shape[0], dtype=gv.dtype)
