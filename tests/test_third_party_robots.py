@@ -25,7 +25,7 @@ def pybullet_data_files():
           if "random_urdfs" not in p}
 
 
-def load(path):
+def add_to_world(path):
   """(system or None, the ValueError or None, warnings) of loading `path` into a World."""
   world = rj.World()
   with warnings.catch_warnings(record=True) as caught:
@@ -71,7 +71,7 @@ def test_every_third_party_urdf_loads_or_is_refused_naming_the_file_and_element(
   assert len(files) > 60
   loaded, refused = [], {}
   for name, path in files.items():
-    system, error, _ = load(path)
+    system, error, _ = add_to_world(path)
     if error is None:
       assert system.getDOF() >= 0
       loaded.append(name)
@@ -89,7 +89,7 @@ def test_icub_loads_without_a_singularity_warning():
   """iCub's neck roll and yaw line up at the zero configuration with a point mass between
   them, so M is singular there; its neck joints are damped, which keeps the step's
   M_eff = M + dt diag(d) regular (it steps from zero), so the load says nothing about it."""
-  system, error, caught = load(example_robot_data_files()["icub_description/robots/icub.urdf"])
+  system, error, caught = add_to_world(example_robot_data_files()["icub_description/robots/icub.urdf"])
   assert error is None and system.getDOF() > 0
   assert not [w for w in caught if "mass matrix" in str(w.message)], caught
 
@@ -97,7 +97,7 @@ def test_icub_loads_without_a_singularity_warning():
 def test_tiagos_placeholder_antennas_warn_and_the_robot_loads():
   """TIAGo's 1 mg antenna links carry indefinite (rounded) inertias; they are fixed to the
   base, whose merged inertia is positive definite: a warning naming each, not a refusal."""
-  system, error, caught = load(example_robot_data_files()["tiago_description/robots/tiago.urdf"])
+  system, error, caught = add_to_world(example_robot_data_files()["tiago_description/robots/tiago.urdf"])
   assert error is None and system.getDOF() > 0
   messages = [str(w.message) for w in caught]
   for link in ("base_antenna_left_link", "base_antenna_right_link"):

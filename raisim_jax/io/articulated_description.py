@@ -50,6 +50,14 @@ def rpy_to_matrix(rpy) -> np.ndarray:
   ])
 
 
+def axis_angle_matrix(axis, angle) -> np.ndarray:
+  """Rotation matrix by `angle` about `axis` (normalized here; must not be zero), Rodrigues'
+  formula (NumPy)."""
+  k = np.asarray(axis, float) / np.linalg.norm(axis)
+  skew = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+  return np.eye(3) + np.sin(angle) * skew + (1.0 - np.cos(angle)) * skew @ skew
+
+
 @dataclasses.dataclass
 class Geometry:
   """A collision or visual shape.

@@ -72,7 +72,8 @@ import numpy as np
 from lxml import etree
 
 from raisim_jax.io import mesh_inertia
-from raisim_jax.io.articulated_description import Geometry, Inertial, JointSpec, LinkSpec
+from raisim_jax.io.articulated_description import (Geometry, Inertial, JointSpec, LinkSpec,
+                                                   axis_angle_matrix)
 from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE,
                               JOINT_SPHERICAL)
 
@@ -404,12 +405,9 @@ def _matrix_to_quat(r):
 
 
 def _axis_angle(axis, angle, element, reader):
-  norm = np.linalg.norm(axis)
-  if norm < 1e-12:
+  if np.linalg.norm(axis) < 1e-12:
     raise reader.error(element, "rotation axis must not be zero")
-  k = axis / norm
-  skew = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-  return np.eye(3) + math.sin(angle) * skew + (1 - math.cos(angle)) * skew @ skew
+  return axis_angle_matrix(axis, angle)
 
 
 def _z_to(direction):

@@ -8,8 +8,9 @@ lower <= upper, collision sizes are positive. A movable joint whose whole subtre
 mass, no inertia and no rotor inertia is rejected: its row of the joint-space mass matrix is
 zero, so the step would divide by zero (RaiSim needs the link to have an `<inertial>`, or the
 joint to be fixed so the link merges into its parent). So is any model whose joint-space mass
-matrix at the zero configuration is singular (a joint moving no inertia about its axis, or a
-floating base of mass 0 sliding along with a prismatic child), naming the joints involved.
+matrix is singular on its undamped dofs at the zero configuration and at a random one (a joint
+moving no inertia about its axis, or a floating base of mass 0 sliding along with a prismatic
+child), naming the joints involved; singular at zero only, it warns.
 
 Each error names the source, the element, its line (URDF) and the offending value.
 """
@@ -19,6 +20,7 @@ import warnings
 import numpy as np
 
 from raisim_jax import validation
+from raisim_jax.io.articulated_description import axis_angle_matrix
 from raisim_jax.types import (JOINT_FIXED, JOINT_FLOATING, JOINT_PRISMATIC, JOINT_REVOLUTE,
                                JOINT_SPHERICAL)
 
@@ -134,13 +136,6 @@ def check_moving_bodies_have_inertia(ctx, bodies, joint_lines):
         f"the link an <inertial> or make the joint fixed")
 
 
-def _axis_rotation(axis, angle):
-  """(3, 3) rotation by `angle` about the unit `axis` (Rodrigues)."""
-  k = np.asarray(axis, float) / max(np.linalg.norm(axis), 1e-300)
-  cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-  return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * cross @ cross
-
-
 def _body_frames(bodies, displacement=None):
   """(rotations, origins, joint frames) in the root frame: each body frame, and each body's
   joint frame before the joint's motion, with each revolute / prismatic joint at
@@ -155,9 +150,9 @@ def _body_frames(bodies, displacement=None):
     joint_frames.append(parent_rotation @ joint_rot)
     q = 0.0 if displacement is None else float(displacement[k])
     if body.joint_type == JOINT_REVOLUTE:
-      joint_rot = joint_rot @ _axis_rotation(body.axis, q)
+      joint_rot = joint_rot @ axis_angle_matrix(body.axis, q)
     elif body.joint_type == JOINT_SPHERICAL:
-      joint_rot = joint_rot @ _axis_rotation((1.0, 2.0, 3.0), q)
+      joint_rot = joint_rot @ axis_angle_matrix((1.0, 2.0, 3.0), q)
     elif body.joint_type == JOINT_PRISMATIC:
       joint_pos = joint_pos + joint_rot @ np.asarray(body.axis, float) * q
     rotations.append(parent_rotation @ joint_rot)
@@ -280,8 +275,8 @@ def check_mass_matrix_is_regular(ctx, bodies, joint_lines):
   prismatic joint: the base and the slider move the same mass). Refused where M is singular
   (SINGULAR) at a random configuration of the revolute and prismatic joints too (the model,
   not the pose); where it is regular there, a warning says so, as a step from the zero
-  configuration diverges. Joint damping on a joint of that motion keeps the step's M_eff
-  regular, so such a model passes. Run after
+  configuration diverges. Only the undamped dofs are checked: joint damping keeps the step's
+  M_eff regular on its dofs. Run after
   `check_moving_bodies_have_inertia`, which names a joint that moves nothing at all.
 
   Args:

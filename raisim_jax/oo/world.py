@@ -905,15 +905,14 @@ class World:
   def _non_finite_objects(self, state):
     """Labels of the objects whose pose or velocity is not finite: 'name' (index i), or for
     an unnamed object its type (an articulated system: the file it came from)."""
-    def label(obj):
+    def label(obj, kind):
       name = obj.getName()
-      if name:
-        return f"'{name}' (index {obj.getIndexInWorld()})"
-      kind = obj.getObjectType().name
-      if kind == "ARTICULATED_SYSTEM":
-        source = obj.getRobotDescriptionfFileName()
-        kind = f"articulated system from '{source}'" if source else "articulated system"
-      return f"an unnamed {kind} (index {obj.getIndexInWorld()})"
+      where = f"(index {obj.getIndexInWorld()})"
+      return f"'{name}' {where}" if name else f"an unnamed {kind} {where}"
+
+    def system_kind(obj):
+      source = obj.getRobotDescriptionfFileName()
+      return f"articulated system from '{source}'" if source else "articulated system"
 
     labels = []
     b = jax.tree.map(np.asarray, state.bodies)
@@ -921,11 +920,11 @@ class World:
       values = [b.position[row], b.quaternion[row], b.linear_velocity[row],
                 b.angular_velocity[row]]
       if not all(np.all(np.isfinite(np.asarray(v))) for v in values):
-        labels.append(label(obj))
+        labels.append(label(obj, obj.getObjectType().name))
     for obj, system in zip(self._articulated_objects(), state.articulated):
       if not (np.all(np.isfinite(np.asarray(system.generalized_coordinate)))
               and np.all(np.isfinite(np.asarray(system.generalized_velocity)))):
-        labels.append(label(obj))
+        labels.append(label(obj, system_kind(obj)))
     return labels
 
   # ---- materials ----------------------------------------------------------------------------

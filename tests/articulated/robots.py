@@ -3,11 +3,13 @@
 import functools
 import os
 import re
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 import pybullet_data
 
+import raisim_jax as rj
 from raisim_jax.dynamics.tree import compile_articulated
 from raisim_jax.types import JOINT_FLOATING, JOINT_SPHERICAL
 from raisim_jax.io.urdf import load_urdf
@@ -87,8 +89,6 @@ def dropped_on_the_ground(path, lift, steps=1500, dt=1e-3):
   file at `path` in an OO World with a ground, its floating base lifted by `lift` from its
   nominal pose and left to fall with no control for `steps` steps of `dt`. Load warnings
   (mesh collision bodies, placeholder inertias) are silenced: the loading tests check them."""
-  import warnings
-  import raisim_jax as rj
   world = rj.World()
   world.setTimeStep(dt)
   world.addGround()
