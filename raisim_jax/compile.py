@@ -10,6 +10,7 @@ import numpy as np
 from raisim_jax import joint_springs
 from raisim_jax.collision import detection, narrowphase, pairs
 from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.io import collision_mesh
 from raisim_jax.host_arrays import device_array, device_ones, device_zeros
 from raisim_jax.description import CollisionShape, SingleBodyDescription, WorldDescription
 from raisim_jax.dynamics import island_block, joint_limits, pins
@@ -21,7 +22,8 @@ from raisim_jax.types import (ArticulatedState, BodyType, BroadphaseType, Collis
 SHAPE_TYPE_OF_OBJECT = {
     ObjectType.SPHERE: ShapeType.SPHERE, ObjectType.BOX: ShapeType.BOX,
     ObjectType.CYLINDER: ShapeType.CYLINDER, ObjectType.CONE: ShapeType.CONE,
-    ObjectType.CAPSULE: ShapeType.CAPSULE, ObjectType.HALFSPACE: ShapeType.HALFSPACE,
+    ObjectType.CAPSULE: ShapeType.CAPSULE, ObjectType.MESH: ShapeType.MESH,
+    ObjectType.HALFSPACE: ShapeType.HALFSPACE,
 }
 _OBJECT_OF_SHAPE_TYPE = {int(v): k for k, v in SHAPE_TYPE_OF_OBJECT.items()}
 
@@ -145,25 +147,51 @@ def _default_contact_capacity(groups, num_shapes):
 
 def link_collision_shapes(entry, warn=True, stacklevel=3):
   """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
-  body frames. Collision meshes and ellipsoids are not simulated yet: they are skipped with
-  one warning per system naming the collision bodies (when `warn`)."""
-  shapes, skipped = [], []
+  body frames. A collision mesh becomes the convex hull of its vertices
+  (io/collision_mesh.py); ellipsoids are not simulated yet: they are skipped with one warning
+  per system naming the collision bodies (when `warn`).
+
+  Raises:
+    ValueError naming the file, link and line of a collision mesh that cannot be read or
+    has no volume."""
+  shapes, skipped, meshes = [], [], []
   for body_index, body in enumerate(entry.description.bodies):
     for geometry in body.collisions:
       object_type, size = _geometry_shape(geometry)
       if object_type is None:
         skipped.append(f"{geometry.name or geometry.link} ({geometry.shape})")
         continue
+      hull = None
+      if object_type == ObjectType.MESH:
+        hull = _geometry_hull(entry, geometry)
+        meshes.append(geometry.name or geometry.link)
       shapes.append((body_index, CollisionShape(
           object_type=object_type, size=size, position=np.asarray(geometry.pos, float),
           rotation=np.asarray(geometry.rot, float), material=geometry.material or "default",
-          collision_group=geometry.collision_group, collision_mask=geometry.collision_mask)))
+          collision_group=geometry.collision_group, collision_mask=geometry.collision_mask,
+          hull=hull)))
+  name = entry.name or entry.description.name
   if skipped and warn:
-    warnings.warn(f"articulated system '{entry.name or entry.description.name}': collision "
-                  f"meshes and ellipsoids are not supported yet; these collision bodies do not "
-                  f"collide: "
-                  f"{', '.join(skipped)}", stacklevel=stacklevel)
+    warnings.warn(f"articulated system '{name}': collision ellipsoids are not supported yet; "
+                  f"these collision bodies do not collide: {', '.join(skipped)}",
+                  stacklevel=stacklevel)
+  if meshes and warn:
+    warnings.warn(f"articulated system '{name}': collision meshes collide as convex hulls "
+                  f"with the ground only; with other shapes and with each other they do not "
+                  f"collide yet: {', '.join(meshes)}", stacklevel=stacklevel)
   return shapes
+
+
+def _geometry_hull(entry, geometry):
+  """The ConvexHull of a mesh geometry: its file's, or its inline vertices' (MJCF)."""
+  try:
+    if geometry.vertices is not None:
+      return collision_mesh.convex_hull(np.asarray(geometry.vertices) * geometry.scale)
+    return collision_mesh.load_hull(geometry.filename, geometry.scale)
+  except ValueError as error:
+    line = f", line {geometry.sourceline}" if geometry.sourceline else ""
+    raise ValueError(f"{entry.description.source}: collision mesh of link '{geometry.link}'"
+                     f"{line}: {error}") from None
 
 
 def _collision_filter(shape, owner):
@@ -175,7 +203,7 @@ def _collision_filter(shape, owner):
 
 
 def _geometry_shape(geometry):
-  """(ObjectType, size (4,)) of a URDF geometry, (None, None) for a mesh or an ellipsoid."""
+  """(ObjectType, size (4,)) of a URDF geometry, (None, None) for an ellipsoid."""
   size = np.zeros(4)
   if geometry.shape == "box":
     size[:3] = geometry.size
@@ -186,6 +214,8 @@ def _geometry_shape(geometry):
   if geometry.shape in ("cylinder", "capsule"):
     size[:2] = geometry.radius, geometry.length
     return (ObjectType.CYLINDER if geometry.shape == "cylinder" else ObjectType.CAPSULE), size
+  if geometry.shape == "mesh":
+    return ObjectType.MESH, size
   return None, None
 
 
@@ -318,6 +348,8 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   def stack(values, shape, kind=np.float64):
     return np.asarray(values, kind).reshape((num_shapes,) + shape)
 
+  hull_vertices, hull_planes = collision_mesh.hull_tables(
+      [r[2].hull for r in rows if r[1] == ShapeType.MESH])
   shape_model = ShapeModel(
       size=device_array(stack([r[2].size for r in rows], (4,)), dtype),
       position_body=device_array(stack([r[2].position for r in rows], (3,)), dtype),
@@ -328,10 +360,14 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       collision_mask=device_array(stack([pairs.split_bits(r[4]) for r in rows], (2,),
                                        np.uint32)),
       body=device_array(np.asarray(shape_body, np.int32).reshape(num_shapes)),
+      hull_vertices=device_array(hull_vertices, dtype),
+      hull_planes=device_array(hull_planes, dtype),
       shape_type=shape_type)
 
   excluded = excluded_body_pairs(description)
-  candidate = pairs.candidate_pairs(shape_type, [r[5] for r in rows], excluded)
+  candidate = [(a, b) for a, b in pairs.candidate_pairs(shape_type, [r[5] for r in rows],
+                                                        excluded)
+               if narrowphase.has_pair(shape_type[a], shape_type[b])]
   enabled = pairs.enabled_pairs(candidate, shape_body, excluded)
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():

@@ -17,15 +17,17 @@ class CollisionShape:
   """One primitive collision shape rigidly attached to a body.
 
   Attributes:
-    object_type: ObjectType of the primitive (SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE).
+    object_type: ObjectType of the primitive (SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE)
+      or MESH (a convex hull).
     size: (4,) RaiSim objectParam: sphere (r), box (x, y, z), capsule/cylinder/cone (r, h),
-      halfspace (height).
+      halfspace (height); zeros for a mesh.
     position: (3,) shape origin in the body frame (a single body's frame: its `com` is the
       COM's position in it; an articulated link's frame: the joint frame).
     rotation: (3, 3) shape frame -> body frame.
     material: contact material name.
     collision_group, collision_mask: this shape's own collision bits
       (setObjectCollisionFilter with a localIdx); None: its object's.
+    hull: a MESH's io.collision_mesh.ConvexHull (shape frame); None for the primitives.
   """
   object_type: ObjectType
   size: np.ndarray
@@ -34,6 +36,7 @@ class CollisionShape:
   material: str = "default"
   collision_group: Optional[int] = None
   collision_mask: Optional[int] = None
+  hull: Optional[object] = None
 
 
 @dataclasses.dataclass

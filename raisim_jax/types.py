@@ -220,8 +220,13 @@ class ShapeModel:
     collision_mask: (ns, 2) uint32 low/high words of the 64-bit mask bits.
     body: (ns,) int32 collision-body index of each shape (a leaf: a shape may change body
       without a recompile, e.g. when the OO world fills a padded shape row).
-    shape_type: static tuple of collision.shapes.ShapeType codes (rows come in blocks of
-      one type).
+    hull_vertices: (nh, V, 4) the convex hulls of the MESH shapes, in shape order
+      (`collision.shapes.hull_rows`), shape frame: xyz, and 1 for a vertex, 0 for padding
+      (a repeated vertex); (0, 1, 4) without meshes.
+    hull_planes: (nh, F, 4) their face planes (n, c), solid where n . x + c <= 0; padding
+      (0, 0, 0, -1).
+    shape_type: static tuple of collision.shapes.ShapeType codes (single-body rows come in
+      blocks of one type; articulated link rows follow in link order).
   """
   size: jax.Array
   position_body: jax.Array
@@ -230,6 +235,8 @@ class ShapeModel:
   collision_group: jax.Array
   collision_mask: jax.Array
   body: jax.Array
+  hull_vertices: jax.Array
+  hull_planes: jax.Array
   shape_type: tuple = static_field()
 
 

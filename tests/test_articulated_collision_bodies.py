@@ -208,7 +208,11 @@ def test_allowed_number_of_internal_contacts_between_two_bodies():
     robot.setAllowedNumberOfInternalContactsBetweenTwoBodies(0)
 
 
-def test_setObjectMaterial_on_a_system_and_mesh_collision_bodies_refuse_edits():
+def test_setObjectMaterial_on_a_system_and_on_mesh_collision_bodies(tmp_path):
+  """A collision mesh is simulated (its convex hull): its material and offsets can be set
+  like a primitive's, but it has no shape parameters; a missing mesh file is refused at the
+  add call, naming the URDF, the link, the line and the file."""
+  import trimesh
   world = rj.World()
   world.setMaterialPairProp("rubber", "default", 0.8, 0.0, 0.0)
   robot = world.addArticulatedSystem(SLAB)
@@ -217,14 +221,20 @@ def test_setObjectMaterial_on_a_system_and_mesh_collision_bodies_refuse_edits():
   assert robot.getCollisionBody("slab/0").getMaterial() == "rubber"
   with pytest.raises(ValueError, match="localIdx"):
     world.setObjectMaterial(robot, "rubber", 3)
-  with_mesh = SLAB.replace('<box size="0.4 0.4 0.1"/>', '<mesh filename="slab.stl"/>')
-  with pytest.warns(UserWarning, match="collision meshes and ellipsoids are not supported"):
-    meshy = world.addArticulatedSystem(with_mesh)
-    world.integrate()
-  with pytest.raises(ValueError, match="'slab/0' is a mesh: collision meshes and ellipsoids"):
-    meshy.getCollisionBody("slab/0").setMaterial("rubber")
-  with pytest.raises(ValueError, match="is a mesh"):
-    meshy.setCollisionBodyPositionOffset(0, [0, 0, 0.1])
+  missing = SLAB.replace('<box size="0.4 0.4 0.1"/>', '<mesh filename="slab.stl"/>')
+  with pytest.raises(ValueError, match=r"link 'slab', line 6: collision mesh file '.*slab.stl' "
+                                       r"not found"):
+    world.addArticulatedSystem(missing)
+  trimesh.creation.box([0.4, 0.4, 0.1]).export(tmp_path / "slab.stl")
+  with pytest.warns(UserWarning, match="collide as convex hulls with the ground only"):
+    meshy = world.addArticulatedSystem(missing.replace("slab.stl", str(tmp_path / "slab.stl")))
+  world.integrate()
+  meshy.getCollisionBody("slab/0").setMaterial("rubber")
+  assert meshy.getCollisionBody("slab/0").getMaterial() == "rubber"
+  meshy.setCollisionBodyPositionOffset(0, [0, 0, 0.1])
+  np.testing.assert_array_equal(meshy.getCollisionBody("slab/0").posOffset, [0, 0, 0.1])
+  with pytest.raises(ValueError, match="is a mesh: it has no shape parameters"):
+    meshy.setCollisionBodyShapeParameters(0, [0.1, 0.1, 0.1])
 
 
 def test_compile_leaves_the_island_block_move_out_where_it_cannot_run():
@@ -268,7 +278,7 @@ def test_compile_leaves_the_island_block_move_out_where_it_cannot_run():
 
 
 def test_unsupported_collision_geometry_warns_once_at_the_users_add_call():
-  """pybullet_data's r2d2 has mesh collision bodies: one warning names them, attributed to
+  """pybullet_data's r2d2 has mesh collision bodies (ground contact only): one warning names them, attributed to
   the line that added the robot (not to the library's compile), and neither stepping nor a
   recompile after an edit repeats it."""
   import os
@@ -286,4 +296,6 @@ def test_unsupported_collision_geometry_warns_once_at_the_users_add_call():
   meshes = [w for w in caught if "do not collide" in str(w.message)]
   assert added == 1 and len(meshes) == 1
   assert meshes[0].filename == __file__
-  assert "(mesh)" in str(meshes[0].message)
+  assert "collide as convex hulls with the ground only" in str(meshes[0].message)
+  assert str(meshes[0].message).endswith("left_gripper/0, left_tip/0, right_gripper/0, "
+                                         "right_tip/0")

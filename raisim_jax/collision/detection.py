@@ -45,15 +45,25 @@ def shape_world_poses(model: Model, state: State):
   return positions, rotations, sizes
 
 
-def shape_aabbs(shape_type, positions, rotations, sizes):
+def shape_geometry(shape_model, sizes, shape_type, shape):
+  """What the shape functions take for shapes `shape` (int, traced or static, any shape)
+  of one type: their size rows (..., 4), or for MESH shapes their hull vertex rows
+  (..., V, 4) (collision/shapes.py)."""
+  if ShapeType(int(shape_type)) != ShapeType.MESH:
+    return sizes[shape]
+  rows = shapes.hull_rows(shape_model.shape_type)
+  return shape_model.hull_vertices.astype(sizes.dtype)[jnp.asarray(rows)[shape]]
+
+
+def shape_aabbs(shape_model, positions, rotations, sizes):
   """(ns, 3) lower and upper world AABB corners, computed per shape type (vmapped)."""
-  shape_type = np.asarray(shape_type)
+  shape_type = np.asarray(shape_model.shape_type)
   lo = jnp.zeros_like(positions)
   hi = jnp.zeros_like(positions)
   for code in np.unique(shape_type):
     index = np.nonzero(shape_type == code)[0]
     box_lo, box_hi = jax.vmap(lambda s, r, p: shapes.aabb(int(code), s, r, p))(
-        sizes[index], rotations[index], positions[index])
+        shape_geometry(shape_model, sizes, code, index), rotations[index], positions[index])
     lo = lo.at[index].set(box_lo)
     hi = hi.at[index].set(box_hi)
   return lo, hi
@@ -91,7 +101,7 @@ def detect_contacts(model: Model, state: State) -> Contacts:
   shape_model = collision.shapes
   dtype = model.dtype
   positions, rotations, sizes = shape_world_poses(model, state)
-  aabb_lo, aabb_hi = shape_aabbs(shape_model.shape_type, positions, rotations, sizes)
+  aabb_lo, aabb_hi = shape_aabbs(shape_model, positions, rotations, sizes)
   # Grown by the speculative margin, so pairs closer than the margin reach the narrowphase.
   aabb_lo, aabb_hi = aabb_lo - collision.margin, aabb_hi + collision.margin
   body_of_shape = shape_model.body
@@ -125,8 +135,10 @@ def detect_contacts(model: Model, state: State) -> Contacts:
 
     def collide_pair(shape_a, shape_b, point_limit, group=group):
       points = narrowphase.collide(
-          group.type_a, group.type_b, sizes[shape_a], rotations[shape_a], positions[shape_a],
-          sizes[shape_b], rotations[shape_b], positions[shape_b], max_points=group.points,
+          group.type_a, group.type_b,
+          shape_geometry(shape_model, sizes, group.type_a, shape_a), rotations[shape_a],
+          positions[shape_a], shape_geometry(shape_model, sizes, group.type_b, shape_b),
+          rotations[shape_b], positions[shape_b], max_points=group.points,
           margin=collision.margin)
       if group.limited:
         points = points.replace(

@@ -9,6 +9,10 @@ Size parameters are RaiSim's objectParam, a (4,) array:
     CYLINDER   (radius, height, 0, 0) centred, height = total length along z
     CONE       (radius, height, 0, 0) origin at the COM: base disc at z = -h/4, apex at +3h/4
     CAPSULE    (radius, height, 0, 0) height = distance between the hemisphere centres
+    MESH       (0, 0, 0, 0)          a convex hull: its geometry is a row of the hull tables
+                                     (`ShapeModel.hull_vertices` (V, 4): xyz, 1 for a vertex
+                                     and 0 for padding; `hull_planes` (F, 4)), passed in place
+                                     of the size to the functions that take one
     HALFSPACE  (height, 0, 0, 0)      RaiSim's Ground: world plane z = height, solid below
 
 All functions are pure JAX, jit/vmap/grad safe (gradient-safe normalisation, no NaN at zero
@@ -18,6 +22,7 @@ directions). Type codes are static Python ints.
 import enum
 
 import jax.numpy as jnp
+import numpy as np
 
 from raisim_jax.math import safe
 
@@ -30,7 +35,15 @@ class ShapeType(enum.IntEnum):
   CYLINDER = 2
   CONE = 3
   CAPSULE = 4
-  HALFSPACE = 5
+  MESH = 5        # codes as RaiSim's ObjectType (types.ObjectType)
+  HALFSPACE = 6
+
+
+def hull_rows(shape_type):
+  """(ns,) int32 row of each MESH shape in the hull tables (the MESH shapes in shape order),
+  -1 for the other shapes: static, from the static type tuple."""
+  is_mesh = np.asarray(shape_type, np.int32).reshape(-1) == ShapeType.MESH
+  return np.where(is_mesh, np.cumsum(is_mesh) - 1, -1).astype(np.int32)
 
 
 _EX = jnp.array([1.0, 0.0, 0.0])
@@ -80,6 +93,9 @@ def aabb(shape_type, size, R, p):
     lo = jnp.stack([-big, -big, -big])
     hi = jnp.stack([big, big, size[0]])
     return lo, hi
+  if t == ShapeType.MESH:   # `size` is the hull's vertex rows (V, 4); padding repeats a vertex
+    world = p + size[:, :3] @ R.T
+    return jnp.min(world, axis=0), jnp.max(world, axis=0)
   if t == ShapeType.SPHERE:
     e = jnp.full((3,), size[0])
   elif t == ShapeType.BOX:

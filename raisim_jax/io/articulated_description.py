@@ -64,7 +64,8 @@ class Geometry:
 
   shape: 'box' (size = (x, y, z)), 'sphere' (radius), 'cylinder' (radius, length),
   'capsule' (radius, height = distance between the sphere centres), 'ellipsoid' (size = the
-  three radii; MJCF only), 'mesh' (filename, scale).
+  three radii; MJCF only), 'mesh' (filename, or inline `vertices` (N, 3) of an MJCF mesh
+  asset; scale).
   `pos`/`rot`: pose of the shape in its owner's frame (the link's while raw, the merged body's
   in a `BodyDescription`).
   """
@@ -76,6 +77,7 @@ class Geometry:
   length: float = 0.0
   filename: str = ""
   scale: np.ndarray = dataclasses.field(default_factory=lambda: np.ones(3))
+  vertices: Optional[np.ndarray] = None  # inline mesh vertices (MJCF), unscaled
   color: Optional[np.ndarray] = None  # (4,) RGBA of a visual, None where the file gives none
   material: str = ""          # contact material name (<material><contact name=.../>) if any
   collision_group: Optional[int] = None  # own collision bits (setObjectCollisionFilter with

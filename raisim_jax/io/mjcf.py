@@ -59,8 +59,9 @@ friction, joint frictionloss / solref / solimp / margin / actuator force ranges,
 joint's damping, armature, stiffness and frictionloss, ball joint ranges) produce one warning
 listing what was ignored; unsupported geoms (hfield, sdf,
 a primitive fitted to a mesh) and joint types raise an error naming the element and its line.
-Mesh and ellipsoid geoms give their exact mass properties but do not collide yet: loading the
-model warns once, naming them (the same rule as URDF collision meshes)."""
+Mesh geoms collide as the convex hull of their vertices, as in MuJoCo (with the ground only,
+so far: loading warns, naming them); ellipsoid geoms give their exact mass properties but do
+not collide yet (loading warns, naming them)."""
 
 import dataclasses
 import math
@@ -100,9 +101,11 @@ _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 
 @dataclasses.dataclass
 class _Mesh:
-  """A mesh asset: its file (empty when given inline), scale, and mass properties of the
-  scaled solid at unit density (mesh frame): volume, com (3,), inertia per unit mass (3, 3)."""
+  """A mesh asset: its file (empty when given inline), unscaled vertices (N, 3), scale, and
+  mass properties of the scaled solid at unit density (mesh frame): volume, com (3,), inertia
+  per unit mass (3, 3)."""
   path: str
+  vertices: np.ndarray
   scale: np.ndarray
   volume: float
   com: np.ndarray
@@ -314,7 +317,8 @@ class _Reader:
       volume, com, inertia = mesh_inertia.mass_properties(vertices * scale, faces, mode)
     except ValueError as error:
       raise self.error(element, str(error)) from None
-    return _Mesh(path=path, scale=scale, volume=volume, com=com, inertia_unit=inertia / volume)
+    return _Mesh(path=path, vertices=vertices, scale=scale, volume=volume, com=com,
+                 inertia_unit=inertia / volume)
 
   def color(self, geom, values):
     """(4,) RGBA a MuJoCo renderer shows a geom in: its own `rgba` when set (class defaults
@@ -456,7 +460,8 @@ def _geom(reader, element, values):
   if kind == "mesh":
     mesh = reader.mesh(element, values)
     volume, com, inertia_unit = mesh.volume, mesh.com, mesh.inertia_unit
-    geometry = Geometry("mesh", pos, rot, filename=mesh.path, scale=mesh.scale)
+    geometry = Geometry("mesh", pos, rot, filename=mesh.path, scale=mesh.scale,
+                        vertices=mesh.vertices)
   elif kind == "sphere":
     r = size[0]
     volume, inertia_unit = 4 / 3 * math.pi * r**3, np.full(3, 2 / 5 * r * r)

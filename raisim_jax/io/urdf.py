@@ -148,17 +148,23 @@ def _geometry(ctx, el, what, base_dir, res_path):
 
 
 def _resolve_mesh(filename, base_dir, res_path):
-  """package://pkg/rel, file://abs or relative: resolved against res_path, then the URDF dir."""
+  """package://pkg/rel, file://abs or relative, as a path: the first that exists of res_path
+  joined with pkg/rel and with rel (RaiSim's resource directory), then, walking up from the
+  URDF's directory, each ancestor joined with rel and with pkg/rel (a package's root above
+  its URDF, as ROS finds it). The first candidate when none exists."""
   name = filename
   if name.startswith("file://"):
     return name[len("file://"):]
   if name.startswith("package://"):
     rest = name[len("package://"):]
-    candidates = []
-    if res_path:
-      candidates += [os.path.join(res_path, rest), os.path.join(res_path, rest.split("/", 1)[-1])]
-    if base_dir:
-      candidates += [os.path.join(base_dir, rest.split("/", 1)[-1]), os.path.join(base_dir, rest)]
+    inside = rest.split("/", 1)[-1]
+    candidates = [os.path.join(res_path, rest), os.path.join(res_path, inside)] if res_path \
+        else []
+    directory = os.path.abspath(base_dir) if base_dir else ""
+    while directory:
+      candidates += [os.path.join(directory, inside), os.path.join(directory, rest)]
+      parent = os.path.dirname(directory)
+      directory = parent if parent != directory else ""
     for c in candidates:
       if os.path.exists(c):
         return c

@@ -20,6 +20,8 @@ from raisim_jax.oo.precision import in_world_precision
 # Number of shape parameters each URDF geometry takes (RaiSim's setCollisionBodyShapeParameters).
 SHAPE_PARAMETERS = {"sphere": ("radius",), "cylinder": ("radius", "length"),
                     "capsule": ("radius", "length"), "box": ("x", "y", "z")}
+# Geometries the simulation collides (a mesh as its convex hull, without shape parameters).
+SIMULATED_SHAPES = frozenset(SHAPE_PARAMETERS) | {"mesh"}
 
 
 def collision_geometries(description):
@@ -108,16 +110,19 @@ class CollisionDefinition:
 
 
 def require_simulated(geometry):
-  """ValueError for a mesh or ellipsoid collision body: they are skipped by the simulation (the loader
+  """ValueError for an ellipsoid collision body: it is skipped by the simulation (the loader
   warned), so an edit of one would change nothing."""
-  if geometry.shape not in SHAPE_PARAMETERS:
-    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: collision meshes "
-                     "and ellipsoids are not simulated yet, so it cannot be edited")
+  if geometry.shape not in SIMULATED_SHAPES:
+    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: collision "
+                     "ellipsoids are not simulated yet, so it cannot be edited")
 
 
 def set_shape_parameters(geometry, params):
   """Writes RaiSim's Vec<4> shape parameters into a URDF Geometry (validated)."""
   require_simulated(geometry)
+  if geometry.shape not in SHAPE_PARAMETERS:
+    raise ValueError(f"collision body '{geometry.name}' is a {geometry.shape}: it has no "
+                     f"shape parameters (its offsets and material can be set)")
   names = SHAPE_PARAMETERS[geometry.shape]
   params = np.asarray(params, np.float64).reshape(-1)
   if params.size not in (len(names), 4):

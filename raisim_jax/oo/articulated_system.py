@@ -125,8 +125,9 @@ class ArticulatedSystemOption:
   """RaiSim's ArticulatedSystemOption (addArticulatedSystem's `options`).
 
   doNotCollideWithParent: a body never collides with its parent body (default True).
-  convexifyCollisionMeshes: accepted for API compatibility; collision meshes are not
-    simulated yet either way (the loader warns and skips them)."""
+  convexifyCollisionMeshes: collision meshes collide as their convex hulls (True, the
+    default); False (the original triangle meshes) is refused for a system with collision
+    meshes, as unsupported."""
   doNotCollideWithParent: bool = True
   convexifyCollisionMeshes: bool = True
 

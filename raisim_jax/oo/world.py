@@ -18,7 +18,7 @@ from raisim_jax import validation
 from raisim_jax.oo import compilation_cache, objects, precision, stored_steps, world_file
 from raisim_jax.oo.stored_steps import StoredStep
 from raisim_jax.oo.precision import in_world_precision
-from raisim_jax.oo.articulated_collision import SHAPE_PARAMETERS, collision_geometries
+from raisim_jax.oo.articulated_collision import SIMULATED_SHAPES, collision_geometries
 from raisim_jax.oo.articulated_system import ArticulatedSystem, ArticulatedSystemOption
 from raisim_jax.collision import pairs
 from raisim_jax.collision.ray import ray_test
@@ -702,7 +702,15 @@ class World:
         collision_group=_collision_bits(collision_group, "collisionGroup"),
         collision_mask=_collision_bits(collision_mask, "collisionMask"),
         do_not_collide_with_parent=bool(options.doNotCollideWithParent), **entry)
-    # Once, at the user's addArticulatedSystem call: collision bodies that will not collide.
+    meshes = [g.name or g.link for _, g in collision_geometries(description)
+              if g.shape == "mesh"]
+    if meshes and not options.convexifyCollisionMeshes:
+      raise ValueError(f"ArticulatedSystemOption.convexifyCollisionMeshes = False (collision "
+                       f"with the original triangle meshes) is not supported: collision meshes "
+                       f"collide as their convex hulls (set it True); meshes: "
+                       f"{', '.join(meshes)}")
+    # Once, at the user's addArticulatedSystem call: collision meshes read (a missing file
+    # raises here) and a warning for collision bodies that will not collide.
     link_collision_shapes(entry, warn=True, stacklevel=5)
     self._structure_changed()
     view = ArticulatedSystem(self, entry)
@@ -991,17 +999,17 @@ class World:
     """The collision shapes of `obj` that RaiSim's `localIdx` selects: every one for a
     negative index (RaiSim's size_t(-1)); else a single body's shape `localIdx` (a compound's
     child; 0 for the others) or an articulated system's collision bodies on body `localIdx`
-    (raw URDF geometries: meshes and ellipsoids included)."""
+    (raw URDF geometries: ellipsoids included)."""
     if isinstance(obj, ArticulatedSystem):
       geometries = collision_geometries(obj._entry.description)
       if _every_local_body(localIdx):
         return [g for _, g in geometries]
       body = obj._body(localIdx, "localIdx")
       chosen = [g for b, g in geometries if b == body]
-      if not any(g.shape in SHAPE_PARAMETERS for g in chosen):
+      if not any(g.shape in SIMULATED_SHAPES for g in chosen):
         raise ValueError(f"argument 'localIdx' = {body}: body '{obj.getBodyNames()[body]}' "
-                         f"has no simulated collision body (meshes and ellipsoids are not "
-                         f"simulated yet), so this edit would change nothing")
+                         f"has no simulated collision body (ellipsoids are not simulated "
+                         f"yet), so this edit would change nothing")
       return chosen
     shapes = obj._description.shapes
     if _every_local_body(localIdx):

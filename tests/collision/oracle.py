@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize
 from scipy.spatial.transform import Rotation
 
-SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE = range(6)
+SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE = 0, 1, 2, 3, 4, 6   # ShapeType codes (MESH = 5)
 NAMES = {SPHERE: "sphere", BOX: "box", CYLINDER: "cylinder", CONE: "cone", CAPSULE: "capsule",
          HALFSPACE: "halfspace"}
 

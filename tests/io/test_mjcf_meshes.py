@@ -116,14 +116,15 @@ def test_mesh_mass_properties_of_a_box_are_analytic():
         inertia, 0.048 / 12 * np.diag([0.16 + 0.36, 0.04 + 0.36, 0.04 + 0.16]), atol=1e-14)
 
 
-def test_mesh_geoms_are_visuals_and_warn_that_they_do_not_collide(mesh_model):
+def test_mesh_geoms_are_visuals_and_warn_what_does_not_collide(mesh_model):
   _, robot, messages = _load(mesh_model)
-  warning = [m for m in messages if "do not collide" in m]
-  assert len(warning) == 1
+  ellipsoids = [m for m in messages if "ellipsoids are not supported" in m]
+  meshes = [m for m in messages if "collide as convex hulls with the ground only" in m]
+  assert len(ellipsoids) == 1 and len(meshes) == 1
   # Collision bodies are named "LINK/INDEX" among the link's collision bodies (RaiSim's
   # rule); the geom with contype = conaffinity = 0 is drawn only.
-  assert warning[0].endswith("base/0 (mesh), arm/0 (mesh), arm/1 (ellipsoid), hand/0 (mesh), "
-                             "hand/1 (mesh)")
+  assert ellipsoids[0].endswith("arm/1 (ellipsoid)")
+  assert meshes[0].endswith("base/0, arm/0, hand/0, hand/1")
   visuals = {v.name: v for v in robot.getVisOb()}
   assert len(visuals) == 7 and len(robot.getVisColOb()) == 6
   assert visuals["base/0"].fileName.endswith(os.path.join("assets", "dent.obj"))

@@ -17,7 +17,7 @@ ShapeType code order; `collide` dispatches any order by swapping and flipping th
 Layout: one module per pair family, each declaring its functions in the one registry
 (`registry.PAIRS`: (type_a, type_b) -> function and point count, via `registry.register`):
   sphere.py         sphere vs sphere/box/cylinder/cone/capsule (closed forms, closest points)
-  halfspace.py      every shape on the ground
+  halfspace.py      every shape on the ground (a convex mesh: its hull's vertices)
   box_box.py        box-box (separating axes, face clipping)
   overlap_pairs.py  box/cylinder/cone among themselves (minimum support overlap + manifold)
   capsule.py        capsule-capsule and box/cylinder/cone vs capsule
@@ -37,6 +37,7 @@ from raisim_jax.collision.narrowphase.halfspace import (collide_box_halfspace,
                                                         collide_capsule_halfspace,
                                                         collide_cone_halfspace,
                                                         collide_cylinder_halfspace,
+                                                        collide_mesh_halfspace,
                                                         collide_sphere_halfspace,
                                                         plane_candidates)
 from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
@@ -44,7 +45,8 @@ from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
                                                             collide_cone_cone,
                                                             collide_cylinder_cone,
                                                             collide_cylinder_cylinder)
-from raisim_jax.collision.narrowphase.registry import PAIRS, PairEntry, collide, num_points, register
+from raisim_jax.collision.narrowphase.registry import (PAIRS, PairEntry, collide, has_pair,
+                                                      num_points, register)
 from raisim_jax.collision.narrowphase.sphere import (collide_sphere_box, collide_sphere_capsule,
                                                      collide_sphere_cone, collide_sphere_cylinder,
                                                      collide_sphere_sphere)

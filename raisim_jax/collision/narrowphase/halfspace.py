@@ -11,8 +11,8 @@ from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
 
-S, B, CY, CO, CA, H = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
-                       ShapeType.CAPSULE, ShapeType.HALFSPACE)
+S, B, CY, CO, CA, ME, H = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
+                           ShapeType.CAPSULE, ShapeType.MESH, ShapeType.HALFSPACE)
 
 
 @register(S, H, points=1)
@@ -103,3 +103,39 @@ def collide_capsule_halfspace(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
     points.append(x)
     depths.append(d)
   return _deepest(jnp.stack(points), jnp.stack(depths), e_z, 2, margin)
+
+
+def _patch_corners(xy, depth, real, valid):
+  """Indices (4,) and flags (4,) of up to four vertices that span a contact patch: the
+  deepest real vertex, the valid vertex farthest from it, the valid vertex farthest from the
+  line through those two, and the valid vertex farthest on that line's other side (each
+  flagged only where it is valid, new and adds extent). xy (V, 2): positions in the plane."""
+  first = jnp.argmax(jnp.where(real, depth, -jnp.inf))
+  offset = xy - xy[first]
+  spread = jnp.sum(offset * offset, axis=-1)
+  second = jnp.argmax(jnp.where(valid, spread, -1.0))
+  edge = offset[second]
+  side = edge[0] * offset[:, 1] - edge[1] * offset[:, 0]   # twice the signed triangle area
+  third = jnp.argmax(jnp.where(valid, jnp.abs(side), -1.0))
+  sign = jnp.where(side[third] >= 0, 1.0, -1.0).astype(side.dtype)
+  fourth = jnp.argmax(jnp.where(valid, -sign * side, -1.0))
+  index = jnp.stack([first, second, third, fourth])
+  flags = valid[index] & jnp.stack([jnp.ones((), bool), spread[second] > 0,
+                                    jnp.abs(side[third]) > 0, -sign * side[fourth] > 0])
+  return index, flags
+
+
+@register(ME, H, points=4)
+def collide_mesh_halfspace(hull_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
+  """Convex hull (A; `hull_a` its vertex rows (V, 4): xyz in the shape frame, 1 for a vertex)
+  on the ground (B): up to 4 of its vertices within the margin, chosen to span the contact
+  patch (the deepest first), not the 4 deepest: a flat foot's many coplanar vertices would
+  otherwise give 4 points on one side of it."""
+  e_z = ez(p_a.dtype)
+  world = p_a + hull_a[:, :3] @ R_a.T
+  depth = size_b[0] - world[:, 2]
+  real = hull_a[:, 3] > 0
+  index, flags = _patch_corners(world[:, :2], depth, real, real & (depth >= -margin))
+  points, depth = world[index], depth[index]
+  return ContactPoints(points + 0.5 * depth[:, None] * e_z,
+                       jnp.broadcast_to(e_z, points.shape), depth, flags)

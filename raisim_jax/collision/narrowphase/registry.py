@@ -52,6 +52,13 @@ def _key(type_a, type_b):
   raise ValueError(f"no narrowphase for {ta.name}-{tb.name}")
 
 
+def has_pair(type_a, type_b):
+  """Whether a narrowphase is registered for the pair (any order); pairs without one (a
+  mesh and a shape other than the ground) are left out of the candidate pairs."""
+  ta, tb = ShapeType(int(type_a)), ShapeType(int(type_b))
+  return (ta, tb) in PAIRS or (tb, ta) in PAIRS
+
+
 def num_points(type_a, type_b):
   """Static number K of contact slots `collide` returns for the pair (any order)."""
   return PAIRS[_key(type_a, type_b)[0]].points

@@ -1,0 +1,135 @@
+"""Collision meshes as convex hulls (RaiSim's `convexifyCollisionMeshes`, MuJoCo's mesh geoms).
+
+A collision mesh collides as the convex hull of its vertices, reduced to at most
+`MAX_HULL_VERTICES` vertices so that the step's hull tables have a small static width. The
+reduction keeps the vertices of the full hull that are farthest apart (farthest-point
+sampling, started from the six axis extremes), so the reduced hull is an inner approximation
+that keeps the mesh's extents along x, y and z exactly; its planes are those of the hull of
+the kept vertices.
+
+Host-side NumPy and trimesh (any format trimesh reads: STL, OBJ, DAE with pycollada, ...);
+results in the mesh frame, scaled.
+"""
+
+import dataclasses
+import functools
+import os
+
+import numpy as np
+
+MAX_HULL_VERTICES = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvexHull:
+  """A convex polytope in its shape frame.
+
+  Attributes:
+    vertices: (V, 3) its vertices, V <= MAX_HULL_VERTICES.
+    planes: (F, 4) its face planes (n, c), outward unit n: the solid is n . x + c <= 0 for
+      every row.
+  """
+  vertices: np.ndarray
+  planes: np.ndarray
+
+
+def convex_hull(points, max_vertices=MAX_HULL_VERTICES) -> ConvexHull:
+  """The convex hull of `points` (N, 3), reduced to at most `max_vertices` vertices.
+
+  Raises:
+    ValueError: fewer than 4 points, non-finite points, or points that span no volume (a
+      flat or degenerate mesh).
+  """
+  from scipy.spatial import ConvexHull as QHull, QhullError
+
+  points = np.asarray(points, np.float64).reshape(-1, 3)
+  if points.shape[0] < 4 or not np.all(np.isfinite(points)):
+    raise ValueError(f"a collision mesh needs at least 4 finite vertices, got "
+                     f"{points.shape[0]}{'' if np.all(np.isfinite(points)) else ' (non-finite)'}")
+  try:
+    hull = QHull(points)
+    vertices = points[hull.vertices]
+    if vertices.shape[0] > max_vertices:
+      vertices = vertices[_farthest_points(vertices, max_vertices)]
+      hull = QHull(vertices)
+      vertices = vertices[hull.vertices]
+  except QhullError:
+    raise ValueError("a collision mesh spans no volume (its vertices are coplanar or "
+                     "collinear): it has no convex hull") from None
+  planes = _unique_planes(hull.equations)
+  return ConvexHull(vertices=vertices, planes=planes)
+
+
+def _farthest_points(points, count):
+  """Indices of `count` points of `points` (N, 3): the six axis extremes, then repeatedly
+  the point farthest from those chosen."""
+  chosen = []
+  for axis in range(3):
+    for pick in (np.argmin, np.argmax):
+      index = int(pick(points[:, axis]))
+      if index not in chosen:
+        chosen.append(index)
+  distance = np.min(np.linalg.norm(points[:, None] - points[chosen][None], axis=-1), axis=1)
+  while len(chosen) < count:
+    index = int(np.argmax(distance))
+    chosen.append(index)
+    distance = np.minimum(distance, np.linalg.norm(points - points[index], axis=1))
+  return np.asarray(chosen[:count])
+
+
+def _unique_planes(equations):
+  """Qhull's facet planes (one per triangle) with coplanar duplicates merged."""
+  rounded = np.round(equations, 9)
+  _, first = np.unique(rounded, axis=0, return_index=True)
+  return equations[np.sort(first)]
+
+
+@functools.lru_cache(maxsize=256)
+def _file_hull(path, scale):
+  import trimesh
+
+  try:
+    mesh = trimesh.load(path, force="mesh", process=False)
+  except Exception as error:  # noqa: BLE001 (trimesh raises many types for bad files)
+    raise ValueError(f"cannot read collision mesh file '{path}': {error}") from None
+  vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), np.float64)
+  if vertices.size == 0:
+    raise ValueError(f"collision mesh file '{path}' holds no vertices")
+  try:
+    return convex_hull(vertices * np.asarray(scale))
+  except ValueError as error:
+    raise ValueError(f"collision mesh file '{path}': {error}") from None
+
+
+def load_hull(path, scale=(1.0, 1.0, 1.0)) -> ConvexHull:
+  """The convex hull of a mesh file, scaled per axis (cached per file and scale).
+
+  Raises:
+    ValueError naming the file: missing, unreadable, empty, or flat."""
+  if not os.path.isfile(path):
+    raise ValueError(f"collision mesh file '{path}' not found")
+  scale = tuple(float(s) for s in np.broadcast_to(np.asarray(scale, float), (3,)))
+  return _file_hull(os.path.abspath(path), scale)
+
+
+def hull_tables(hulls, dtype=np.float64):
+  """Padded tables of several hulls for the step.
+
+  Returns:
+    vertices (H, V, 4): xyz and 1 for a vertex; padding rows repeat vertex 0 with 0 (so
+      maxima over the rows are unchanged);
+    planes (H, F, 4): (n, c); padding rows (0, 0, 0, -1) hold for every point.
+    With no hulls: (0, 1, 4) and (0, 1, 4).
+  """
+  width = max([len(h.vertices) for h in hulls], default=1)
+  faces = max([len(h.planes) for h in hulls], default=1)
+  vertices = np.zeros((len(hulls), width, 4), dtype)
+  planes = np.zeros((len(hulls), faces, 4), dtype)
+  planes[:, :, 3] = -1.0
+  for k, hull in enumerate(hulls):
+    n = len(hull.vertices)
+    vertices[k, :, :3] = hull.vertices[0]
+    vertices[k, :n, :3] = hull.vertices
+    vertices[k, :n, 3] = 1.0
+    planes[k, :len(hull.planes)] = hull.planes
+  return vertices, planes
