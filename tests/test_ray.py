@@ -11,6 +11,7 @@ import raisim_jax as rj
 from raisim_jax.oo import world as world_module
 from raisim_jax.collision.ray import ray_shape, ray_test
 from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.io import collision_mesh
 
 TOL = 1e-6
 
@@ -51,6 +52,9 @@ def _constraints(shape_type, size, x):
     return n[None] - r, (v / np.maximum(n, 1e-300)[:, None])[None]
   if t == ShapeType.HALFSPACE:
     return Z[None], np.broadcast_to(ez, x.shape)[None]  # frame placed on the plane
+  if t == ShapeType.MESH:   # `size` is the hull's face planes (F, 4): n . x + c <= 0
+    g = size[:, :3] @ x.T + size[:, 3:]
+    return g, np.broadcast_to(size[:, None, :3], g.shape + (3,))
   raise ValueError(t)
 
 
@@ -92,6 +96,11 @@ def _random_rotation(rng):
 
 
 def _random_size(shape_type, rng):
+  """A random size row; for a MESH the face planes (24, 4) of the hull of 12 random points
+  (io/collision_mesh.py), padded with rows that hold everywhere."""
+  if shape_type == ShapeType.MESH:
+    planes = collision_mesh.convex_hull(rng.normal(size=(12, 3)) * rng.uniform(0.3, 1.0)).planes
+    return np.concatenate([planes, np.tile([0.0, 0.0, 0.0, -1.0], (24 - len(planes), 1))])
   if shape_type == ShapeType.SPHERE:
     return np.array([rng.uniform(0.2, 1.0), 0, 0, 0])
   if shape_type == ShapeType.BOX:

@@ -48,11 +48,14 @@ REFUSED = {
     "cartpole.urdf": r"link 'slideBar' \(line 4\): the floating base and joint 'slider_to_cart' "
                      r"together .*the floating base link 'slideBar' has no mass",
     "humanoid/humanoid.urdf": r"malformed XML \(line 288\)",
+    "kuka_iiwa/model_for_sdf.urdf": r"collision mesh of link 'lbr_iiwa_link_0', line 76: "
+                                    r"collision mesh file '.*/meshes/coarse/link_0.stl' not found",
     "husky/husky.urdf": r"joint 'imu_joint' \(line 97\): malformed number",
     "plane.urdf": r"the floating base and everything it carries have no mass",
     "plane100.urdf": r"the floating base and everything it carries have no mass",
     "plane_implicit.urdf": r"unknown geometry <plane>",
     "plane_transparent.urdf": r"the floating base and everything it carries have no mass",
+    "racecar/racecar_differential.urdf": r"mesh scale=\"1 1 1 1\" must have 1 or 3 numbers",
     "quadruped/microtaur/microtaur.urdf": r"rpy=\"-3.14159 1.57079 0 0\" must have 3 numbers",
     "samurai.urdf": r"the floating base and everything it carries have no mass",
     "sphere2red_nocol.urdf": r"link 'baseLink' \(line 3\): the floating base has no mass",
@@ -121,3 +124,20 @@ def test_anymal_dropped_on_the_ground_lands_and_stays_finite():
   assert min(robot.getBodyPosition(b)[2] for b in range(len(robot.getBodyNames()))) > 0.0
   assert np.abs(robot.getGeneralizedVelocity()).max() < 1e-3
   assert len(robot.getContacts()) >= 4
+
+
+@pytest.mark.parametrize("name, lift", [("solo_description/robots/solo12.urdf", 0.5),
+                                        ("go2_description/urdf/go2.urdf", 0.6)])
+def test_robots_that_collide_through_meshes_land_on_them(name, lift):
+  """solo12 (STL) and go2 (COLLADA) collide only through meshes (they fell through the ground
+  before meshes collided): dropped with no control, each lands on the convex hulls of its
+  links, comes to rest with its base above the ground and every contact at the ground
+  (within 5 mm), and never gains more than 1% of its energy."""
+  robot, energy, rise = dropped_on_the_ground(example_robot_data_files()[name], lift=lift)
+  assert np.all(np.isfinite(energy))
+  assert rise < 0.01 * energy[0]
+  assert robot.getGeneralizedCoordinate()[2] > 0.03
+  contacts = robot.getContacts()
+  assert len(contacts) >= 4
+  assert all(abs(c.getPosition()[2]) < 5e-3 for c in contacts)
+  assert np.abs(robot.getGeneralizedVelocity()).max() < 1e-2

@@ -14,7 +14,8 @@ The reported hit is its lower end t_in:
 
 The interval is computed in the shape frame in closed form: slabs (box axes, the cylinder and
 cone height ranges, the half-space), quadratics (sphere, cylinder side, cone lateral surface),
-and a union for the capsule (cylinder body and two spheres). Misses return finite numbers
+a union for the capsule (cylinder body and two spheres), and one half-line per face plane for
+a convex mesh (its hull, collision/shapes.py). Misses return finite numbers
 (distance = length, position = the ray's end, normal = 0), and every square root and division
 is guarded, so the outputs and their gradients are finite for any input (jit/vmap/grad safe).
 """
@@ -24,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.collision.detection import shape_world_poses
-from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.collision.shapes import ShapeType, hull_rows
 from raisim_jax.math import safe
 from raisim_jax.struct import dataclass
 
@@ -168,7 +169,26 @@ def _local_interval(t, size, o, d, length):
     return _intersect([segment, _slab(o[2], d[2], None, jnp.zeros((), dtype), e[2])])
   if t == ShapeType.CONE:
     return _cone_interval(size, o, d, segment)
+  if t == ShapeType.MESH:
+    return _intersect([segment, _polytope_interval(size, o, d)])
   raise ValueError(f"no ray test for shape type {t!r}")
+
+
+def _polytope_interval(planes, o, d):
+  """Ray against the convex polytope {x : n . x + c <= 0 for every plane row (n, c)} of
+  `planes` (F, 4): the intersection of one half-line per plane (padding rows (0, 0, 0, -1)
+  hold everywhere); the entry normal is the outward normal of the plane entered last."""
+  normals, offsets = planes[:, :3], planes[:, 3]
+  height = normals @ o + offsets          # > 0: the start is outside this plane
+  rate = normals @ d
+  crossing = safe.divide(-height, rate, fallback=0.0)
+  lower = jnp.where(rate < 0, crossing, -_BIG)
+  upper = jnp.where(rate > 0, crossing, _BIG)
+  parallel = rate == 0
+  lower = jnp.where(parallel, jnp.where(height > 0, _BIG, -_BIG), lower)
+  upper = jnp.where(parallel, jnp.where(height > 0, -_BIG, _BIG), upper)
+  k = jnp.argmax(lower)
+  return lower[k], jnp.min(upper), normals[k]
 
 
 def _cone_interval(size, o, d, segment):
@@ -226,7 +246,8 @@ def ray_shape(shape_type, size, R, p, origin, direction, length):
   """Ray against one shape (type a static ShapeType code).
 
   Args:
-    size: (4,) shape size (half-space: size[0] is the plane's world height; R, p unused).
+    size: (4,) shape size (half-space: size[0] is the plane's world height; R, p unused);
+      for a MESH its hull's face planes (F, 4) (`ShapeModel.hull_planes`).
     R, p: shape -> world rotation (3, 3) and the shape origin (3,).
     origin, direction: (3,) ray start and direction (normalised here; must be non-zero).
     length: ray length.
@@ -281,9 +302,11 @@ def ray_test(model, state, start, direction, length, ignore_body=-1,
   normals = jnp.zeros((ns, 3), dtype)
   for code in np.unique(shape_type):
     index = np.nonzero(shape_type == code)[0]
+    geometry = (sizes[index] if code != ShapeType.MESH
+                else shapes.hull_planes[hull_rows(shape_type)[index]])
     h, dist, _, n = jax.vmap(
         lambda s, r, p: ray_shape(int(code), s, r, p, start, d, length))(
-            sizes[index].astype(dtype), rotations[index].astype(dtype),
+            geometry.astype(dtype), rotations[index].astype(dtype),
             positions[index].astype(dtype))
     hits = hits.at[index].set(h)
     distances = distances.at[index].set(dist)

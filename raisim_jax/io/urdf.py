@@ -133,6 +133,9 @@ def _geometry(ctx, el, what, base_dir, res_path):
       raise ctx.error(what, shape_el.sourceline, "mesh without 'filename'")
     g.filename = _resolve_mesh(filename, base_dir, res_path)
     g.scale = _floats(ctx, shape_el, what, "scale", None, default=np.ones(3))
+    if g.scale.size not in (1, 3):
+      raise ctx.error(what, shape_el.sourceline,
+                      f"mesh scale=\"{shape_el.get('scale')}\" must have 1 or 3 numbers")
     if g.scale.size == 1:
       g.scale = np.repeat(g.scale, 3)
   else:

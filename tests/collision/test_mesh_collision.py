@@ -1,0 +1,342 @@
+"""Collision meshes as convex hulls on the ground.
+
+Oracles: scipy's Delaunay containment for the hulls; the BOX primitive (whose ground pair is
+tested against brute force in test_narrowphase.py) for a box-shaped mesh, contact by contact
+and over whole drops with their gradients; brute force over a random hull's vertices for the
+contact patch; MuJoCo C, which also collides a mesh geom as its convex hull, for where a
+mesh comes to rest.
+"""
+
+import itertools
+import os
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import trimesh
+from scipy.spatial import ConvexHull as QHull, Delaunay
+
+import raisim_jax as rj
+from raisim_jax.collision import narrowphase
+from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.io import collision_mesh
+
+MARGIN = 0.01
+
+
+def _rotation(rng):
+  q = rng.normal(size=4)
+  w, x, y, z = q / np.linalg.norm(q)
+  return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                   [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                   [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _hull_rows(hull):
+  vertices, _ = collision_mesh.hull_tables([hull])
+  return jnp.asarray(vertices[0])
+
+
+# ---- the hull ---------------------------------------------------------------------------------
+
+def test_hull_of_a_cube_cloud_is_its_corners_and_faces():
+  rng = np.random.default_rng(0)
+  corners = np.array(list(itertools.product((-0.1, 0.1), (-0.2, 0.2), (-0.3, 0.3))))
+  hull = collision_mesh.convex_hull(np.concatenate([corners, rng.uniform(-0.09, 0.09, (50, 3))]))
+  assert sorted(map(tuple, hull.vertices)) == sorted(map(tuple, corners))
+  assert len(hull.planes) == 6    # coplanar triangles merged
+  np.testing.assert_allclose(np.linalg.norm(hull.planes[:, :3], axis=1), 1.0)
+  assert np.all(corners @ hull.planes[:, :3].T + hull.planes[:, 3] <= 1e-12)
+
+
+def test_a_dense_hull_is_reduced_keeping_its_extents_and_containing_nothing_outside():
+  """2,562 vertices of a sphere of radius 0.1 -> 64: the axis extremes are kept exactly; the
+  reduced hull lies inside the full one (Delaunay containment) and within 1 cm of it."""
+  sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.1)
+  points = np.asarray(sphere.vertices)
+  hull = collision_mesh.convex_hull(points)
+  assert len(hull.vertices) == collision_mesh.MAX_HULL_VERTICES
+  np.testing.assert_allclose(hull.vertices.min(axis=0), points.min(axis=0))
+  np.testing.assert_allclose(hull.vertices.max(axis=0), points.max(axis=0))
+  assert np.all(Delaunay(points).find_simplex(hull.vertices * (1 - 1e-9)) >= 0)
+  outside = points @ hull.planes[:, :3].T + hull.planes[:, 3]
+  assert 0 < outside.max() < 0.01
+  # Each plane is a face of the reduced hull: every vertex on or inside it, some on it.
+  values = hull.vertices @ hull.planes[:, :3].T + hull.planes[:, 3]
+  assert values.max() < 1e-12 and np.all(np.abs(values).min(axis=0) < 1e-12)
+
+
+@pytest.mark.parametrize("points, message", [
+    (np.zeros((3, 3)), "at least 4 finite vertices, got 3"),
+    (np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0.0]]), "spans no volume"),
+    (np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, np.nan]]), "non-finite"),
+])
+def test_degenerate_meshes_are_refused(points, message):
+  with pytest.raises(ValueError, match=message):
+    collision_mesh.convex_hull(points)
+
+
+def test_hull_tables_pad_with_a_repeated_vertex_and_planes_that_always_hold():
+  box = collision_mesh.convex_hull(np.array(list(itertools.product((-1, 1), repeat=3)), float))
+  tetra = collision_mesh.convex_hull(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]]))
+  vertices, planes = collision_mesh.hull_tables([box, tetra])
+  assert vertices.shape == (2, 8, 4) and planes.shape == (2, 6, 4)
+  np.testing.assert_array_equal(vertices[1, :, 3], [1, 1, 1, 1, 0, 0, 0, 0])
+  np.testing.assert_array_equal(vertices[1, 4:, :3], np.tile(tetra.vertices[0], (4, 1)))
+  np.testing.assert_array_equal(planes[1, 4:], np.tile([0, 0, 0, -1.0], (2, 1)))
+
+
+# ---- the pair ---------------------------------------------------------------------------------
+
+def _collide(hull_rows, R, p, height=0.0, margin=MARGIN):
+  ground = jnp.array([height, 0.0, 0.0, 0.0])
+  return jax.tree.map(np.asarray, narrowphase.collide(
+      ShapeType.MESH, ShapeType.HALFSPACE, hull_rows, jnp.asarray(R), jnp.asarray(p), ground,
+      jnp.eye(3), jnp.zeros(3), margin=margin))
+
+
+def _as_set(cp):
+  return sorted((tuple(np.round(x, 9)), round(float(d), 9))
+                for x, d, v in zip(cp.position, cp.depth, cp.valid) if v)
+
+
+def test_a_box_mesh_on_the_ground_gives_the_box_primitives_contacts():
+  """At 300 random poses near the ground (the box's 4 deepest corners are its whole contact
+  where at most 4 corners are within the margin), the mesh of a box reports the contacts of
+  the BOX primitive: the same points, depths and normal (+z), either shape order."""
+  size = np.array([0.3, 0.2, 0.1])
+  corners = np.array(list(itertools.product(*[(-s / 2, s / 2) for s in size])))
+  rows = _hull_rows(collision_mesh.convex_hull(corners))
+  rng = np.random.default_rng(4)
+  compared = 0
+  for _ in range(300):
+    R = _rotation(rng) if rng.uniform() < 0.7 else np.eye(3)
+    p = np.array([*rng.normal(size=2), rng.uniform(-0.05, 0.2)])
+    lowest = np.sort((corners @ R.T + p)[:, 2])
+    if np.sum(lowest <= MARGIN) > 4:
+      continue
+    mesh = _collide(rows, R, p)
+    box = jax.tree.map(np.asarray, narrowphase.collide(
+        ShapeType.BOX, ShapeType.HALFSPACE, jnp.array([*size, 0.0]), jnp.asarray(R),
+        jnp.asarray(p), jnp.zeros(4), jnp.eye(3), jnp.zeros(3), margin=MARGIN))
+    assert _as_set(mesh) == _as_set(box)
+    assert np.all(mesh.normal[mesh.valid] == [0, 0, 1])
+    flipped = jax.tree.map(np.asarray, narrowphase.collide(
+        ShapeType.HALFSPACE, ShapeType.MESH, jnp.zeros(4), jnp.eye(3), jnp.zeros(3), rows,
+        jnp.asarray(R), jnp.asarray(p), margin=MARGIN))
+    np.testing.assert_array_equal(flipped.normal[flipped.valid], -mesh.normal[mesh.valid])
+    compared += 1
+  assert compared > 250
+
+
+def test_contacts_of_a_random_hull_span_its_patch():
+  """Brute force over the vertices of random hulls (20 points) at random poses: every
+  reported point is a distinct vertex within the margin, at its depth; the first is the
+  deepest; a pose with any vertex within the margin reports at least one, with at most four
+  all of them; and the reported footprint (the area of the convex hull of the points'
+  ground projections) is, against the largest footprint of any 4 of the vertices within the
+  margin, the same at the median and never under 45% (measured: 50%; the deepest vertex is
+  always one of the four, which costs area where it lies inside the patch)."""
+  rng = np.random.default_rng(5)
+  ratios = []
+  for _ in range(200):
+    hull = collision_mesh.convex_hull(rng.normal(size=(20, 3)) * [0.2, 0.15, 0.1])
+    rows = _hull_rows(hull)
+    R = _rotation(rng)
+    world = hull.vertices @ R.T
+    # Lower it so that 1-8 vertices are within the margin.
+    within = rng.integers(1, 9)
+    z = np.sort(world[:, 2])
+    height = -z[min(within, len(z)) - 1] + MARGIN * rng.uniform(0.0, 0.9) - 0.002
+    p = np.array([0.3, -0.1, height])
+    world = world + p
+    depth = -world[:, 2]
+    valid = depth >= -MARGIN
+    cp = _collide(rows, R, p)
+    assert cp.valid.any() == valid.any()
+    reported = cp.position[cp.valid] - 0.5 * cp.depth[cp.valid, None] * [0, 0, 1]
+    index = [int(np.argmin(np.linalg.norm(world - x, axis=1))) for x in reported]
+    np.testing.assert_allclose(world[index], reported, atol=1e-12)
+    assert len(set(index)) == len(index) and np.all(valid[index])
+    assert len(index) == min(4, valid.sum())
+    np.testing.assert_allclose(cp.depth[cp.valid], depth[index], atol=1e-12)
+    assert cp.valid[0] and index[0] == int(np.argmax(depth))
+    if valid.sum() >= 3:
+      footprint = world[valid, :2]
+      best = max(_area(footprint[list(c)]) for c in itertools.combinations(range(len(footprint)), 4)) \
+          if len(footprint) > 4 else _area(footprint)
+      if best > 1e-6:
+        ratios.append(_area(world[index, :2]) / best)
+  assert len(ratios) > 100
+  assert np.median(ratios) > 0.99 and min(ratios) >= 0.45, (np.median(ratios), min(ratios))
+
+
+def _area(points):
+  """Area of the convex hull of 2-D points (0 for fewer than 3 or collinear ones)."""
+  try:
+    return QHull(points).volume if len(points) >= 3 else 0.0
+  except Exception:  # noqa: BLE001 (Qhull refuses flat input)
+    return 0.0
+
+
+def test_a_flat_disc_foot_gets_four_points_around_its_rim():
+  """A disc of 24 coplanar rim vertices resting on the ground: four points, 90 degrees
+  apart, not the four lowest-index (or otherwise deepest) vertices bunched on one side."""
+  angles = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+  rim = np.stack([0.05 * np.cos(angles), 0.05 * np.sin(angles), np.zeros(24)], axis=1)
+  rows = _hull_rows(collision_mesh.convex_hull(np.concatenate([rim, [[0, 0, 0.04]]])))
+  cp = _collide(rows, np.eye(3), np.array([0.0, 0.0, -0.001]))
+  assert cp.valid.all()
+  angle = np.sort(np.degrees(np.arctan2(cp.position[:, 1], cp.position[:, 0])) % 360)
+  np.testing.assert_allclose(np.diff(angle), 90.0, atol=1e-9)
+  np.testing.assert_allclose(cp.depth, 0.001, atol=1e-12)
+
+
+def test_the_pair_is_finite_and_differentiable_at_an_exact_resting_face():
+  """A box mesh resting exactly on a face (four tied deepest corners, depth 0: at the margin
+  boundary's far side): finite contacts; d(depth)/d(height of the box) = -1 at every point."""
+  corners = np.array(list(itertools.product((-0.1, 0.1), repeat=3)))
+  rows = _hull_rows(collision_mesh.convex_hull(corners))
+
+  def depths(z):
+    return narrowphase.collide(ShapeType.MESH, ShapeType.HALFSPACE, rows, jnp.eye(3),
+                               jnp.array([0.0, 0.0, z]), jnp.zeros(4), jnp.eye(3),
+                               jnp.zeros(3), margin=MARGIN).depth
+  np.testing.assert_array_equal(np.asarray(depths(0.1)), 0.0)
+  np.testing.assert_array_equal(np.asarray(jax.jacobian(depths)(0.1)), -1.0)
+
+
+# ---- whole simulations -----------------------------------------------------------------------
+
+BLOCK = """<?xml version="1.0"?>
+<robot name="block">
+  <link name="block">
+    <inertial><mass value="1.5"/>
+      <inertia ixx="0.0063" ixy="0" ixz="0" iyy="0.0125" iyz="0" izz="0.0163"/></inertial>
+    <collision><geometry>GEOMETRY</geometry></collision>
+  </link>
+</robot>"""
+
+
+def _block_worlds(tmp_path):
+  """Two worlds with the block as a box primitive and as a box mesh (an STL file)."""
+  trimesh.creation.box([0.3, 0.2, 0.1]).export(tmp_path / "block.stl")
+  worlds = []
+  for geometry in ('<box size="0.3 0.2 0.1"/>', f'<mesh filename="{tmp_path / "block.stl"}"/>'):
+    world = rj.World()
+    world.setTimeStep(0.002)
+    world.addGround()
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")   # the mesh's "ground only" warning
+      robot = world.addArticulatedSystem(BLOCK.replace("GEOMETRY", geometry))
+    robot.setGeneralizedCoordinate([0.0, 0.0, 0.25, 0.9, 0.3, 0.25, 0.1])
+    robot.setGeneralizedVelocity([0.4, 0.0, 0.0, 1.0, -2.0, 3.0])
+    worlds.append((world, robot))
+  return worlds
+
+
+def test_a_tumbling_box_mesh_moves_as_the_box_primitive(tmp_path):
+  """Thrown, spinning, onto the ground for 1.2 s (corner, edge and face landings, sliding,
+  coming to rest): the mesh block follows the box block to 1e-6, measured 5e-8. They are
+  not equal to rounding: the two report a face's corners in another order, and the
+  per-contact solver's sweeps stop at its threshold."""
+  (box_world, box), (mesh_world, mesh) = _block_worlds(tmp_path)
+  contacts, largest = 0, 0.0
+  for _ in range(600):
+    box_world.integrate()
+    mesh_world.integrate()
+    contacts += len(box.getContacts())
+    difference = mesh.getGeneralizedCoordinate() - box.getGeneralizedCoordinate()
+    largest = max(largest, np.abs(difference).max())
+  print(f"largest difference {largest:.2g}")
+  assert largest < 1e-6
+  assert contacts > 1000
+  assert mesh.getGeneralizedCoordinate()[2] == pytest.approx(0.05, abs=2e-3)
+  assert len(mesh.getContacts()) == 4
+
+
+def test_gradients_through_a_mesh_landing_are_the_box_primitives(tmp_path):
+  """d(final pose)/d(initial velocity) over 80 steps of a landing (float64): equal for the
+  mesh and the box primitive, and finite."""
+  grads = []
+  for world, _ in _block_worlds(tmp_path):
+    model, state = world.compile()
+
+    def final(u0, model=model, state=state):
+      system = state.articulated[0].replace(generalized_velocity=u0)
+      start = state.replace(articulated=(system,) + tuple(state.articulated[1:]))
+      return rj.rollout(model, start, 80)[0].articulated[0].generalized_coordinate[:3]
+    u0 = state.articulated[0].generalized_velocity
+    grads.append(np.asarray(jax.jit(jax.jacobian(final))(u0)))
+  assert np.all(np.isfinite(grads[1])) and np.abs(grads[1]).max() > 0.01
+  np.testing.assert_allclose(grads[1], grads[0], atol=1e-7)
+
+
+def test_batched_mesh_contacts_equal_one_world_each(tmp_path):
+  (_, _), (mesh_world, _) = _block_worlds(tmp_path)
+  model, state = mesh_world.compile()
+  heights = jnp.array([0.3, 0.06, 0.049, 0.2])
+
+  def final(z):
+    system = state.articulated[0]
+    q = system.generalized_coordinate.at[2].set(z)
+    start = state.replace(articulated=(system.replace(generalized_coordinate=q),))
+    return rj.rollout(model, start, 30)[0].articulated[0].generalized_coordinate
+  batched = np.asarray(jax.jit(jax.vmap(final))(heights))
+  single = np.stack([np.asarray(jax.jit(final)(z)) for z in heights])
+  np.testing.assert_allclose(batched, single, atol=1e-12)
+
+
+WEDGE_MJCF = """<mujoco>
+  <option timestep="0.001"/>
+  <asset><mesh name="wedge" vertex="VERTICES"/></asset>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0.1 -0.2 0.3" euler="0.05 -0.04 0.3">
+      <freejoint/>
+      <geom type="mesh" mesh="wedge" pos="0.02 0.01 -0.03" euler="0 0 0.2" density="800"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_a_mesh_comes_to_rest_where_mujoco_puts_it(tmp_path):
+  """A convex wedge (a MuJoCo mesh geom, placed off the body frame; MuJoCo collides it as
+  its hull too) dropped on the plane: after 1.5 s the body's position and up axis agree with
+  MuJoCo C's to MuJoCo's soft-contact penetration (2 mm) and 0.01 rad."""
+  import mujoco
+  wedge = np.array([[-0.1, -0.06, 0], [0.1, -0.06, 0], [-0.1, 0.06, 0], [0.1, 0.06, 0],
+                    [-0.1, -0.06, 0.05], [0.1, -0.06, 0.05], [-0.1, 0.0, 0.09],
+                    [0.1, 0.0, 0.09]])
+  text = WEDGE_MJCF.replace("VERTICES", " ".join(map(str, wedge.reshape(-1))))
+  path = tmp_path / "wedge.xml"
+  path.write_text(text)
+  mj_model = mujoco.MjModel.from_xml_path(str(path))
+  mj_data = mujoco.MjData(mj_model)
+  mujoco.mj_step(mj_model, mj_data, 1500)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    world = rj.World(str(path))
+  robot = [o for o in world.getObjList()
+           if o.getObjectType() == rj.ObjectType.ARTICULATED_SYSTEM][-1]
+  for _ in range(1500):
+    world.integrate()
+  q = robot.getGeneralizedCoordinate()
+  np.testing.assert_allclose(q[:3], mj_data.qpos[:3], atol=2e-3)
+
+  def up(quaternion):
+    w, x, y, z = quaternion / np.linalg.norm(quaternion)
+    return np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
+  assert np.arccos(np.clip(up(q[3:7]) @ up(mj_data.qpos[3:7]), -1, 1)) < 0.01
+  assert np.abs(robot.getGeneralizedVelocity()).max() < 1e-3
+
+
+def test_a_ray_hits_the_top_of_a_mesh_collision_body(tmp_path):
+  (_, _), (world, robot) = _block_worlds(tmp_path)
+  robot.setGeneralizedCoordinate([0.2, 0.1, 0.5, 1.0, 0.0, 0.0, 0.0])
+  hits = world.rayTest([0.25, 0.12, 2.0], [0, 0, -1], 5.0)
+  assert hits[0].getObject() is robot
+  np.testing.assert_allclose(hits[0].getPosition(), [0.25, 0.12, 0.55], atol=1e-12)
+  np.testing.assert_allclose(hits[0].getNormal(), [0, 0, 1], atol=1e-12)
