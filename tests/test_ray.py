@@ -10,7 +10,7 @@ import pytest
 import raisim_jax as rj
 from raisim_jax.oo import world as world_module
 from raisim_jax.collision.ray import ray_shape, ray_test
-from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.collision.shapes import Hull, ShapeType
 from raisim_jax.io import collision_mesh
 
 TOL = 1e-6
@@ -110,8 +110,18 @@ def _random_size(shape_type, rng):
   return np.array([rng.uniform(0.2, 0.8), rng.uniform(0.3, 1.5), 0, 0])
 
 
+def _geometry(shape_type, size):
+  """What ray_shape takes: the size, or for a MESH a Hull of the planes `size` (its vertex
+  rows are not read)."""
+  if shape_type != ShapeType.MESH:
+    return size
+  size = jnp.asarray(size)
+  return Hull(jnp.zeros(size.shape[:-2] + (1, 4), size.dtype), size)
+
+
 _ray_shape_batch = {
-    int(t): jax.jit(jax.vmap(lambda s, R, p, o, d, L, t=int(t): ray_shape(t, s, R, p, o, d, L)))
+    int(t): jax.jit(jax.vmap(lambda s, R, p, o, d, L, t=int(t):
+                             ray_shape(t, _geometry(t, s), R, p, o, d, L)))
     for t in ShapeType}
 
 
@@ -169,7 +179,8 @@ def test_axis_aligned_rays_through_caps_and_faces(shape_type):
     for sign in (1.0, -1.0):
       origin = np.array([x, 0.0, -3.0 * sign])
       direction = np.array([0.0, 0.0, sign])
-      hit, dist, point, normal = ray_shape(int(shape_type), size, R, p, origin, direction, 6.0)
+      hit, dist, point, normal = ray_shape(int(shape_type), _geometry(shape_type, size), R, p,
+                                           origin, direction, 6.0)
       status, d_ref, p_ref, n_ref = _oracle(int(shape_type), size, R, p, origin, direction, 6.0)
       if status == "ambiguous":
         continue
@@ -387,7 +398,7 @@ def test_distance_gradient_matches_finite_differences_and_is_finite_on_miss():
     size = jnp.asarray(_random_size(t, np.random.default_rng(1)))
     for origin in (jnp.array([5.0, 5.0, 3.0]), jnp.array([0.05, 0.0, 0.0]),
                    jnp.array([0.0, 0.0, 3.0])):
-      g = jax.grad(lambda o: ray_shape(int(t), size, jnp.eye(3), jnp.zeros(3), o,
+      g = jax.grad(lambda o: ray_shape(int(t), _geometry(t, size), jnp.eye(3), jnp.zeros(3), o,
                                        jnp.array([0.0, 0.0, -1.0]), 10.0)[1])(origin)
       assert np.all(np.isfinite(np.asarray(g))), (t, origin)
 

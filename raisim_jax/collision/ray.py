@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax.collision.detection import shape_world_poses
-from raisim_jax.collision.shapes import ShapeType, hull_rows
+from raisim_jax.collision.detection import shape_geometry, shape_world_poses
+from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
 from raisim_jax.struct import dataclass
 
@@ -170,7 +170,7 @@ def _local_interval(t, size, o, d, length):
   if t == ShapeType.CONE:
     return _cone_interval(size, o, d, segment)
   if t == ShapeType.MESH:
-    return _intersect([segment, _polytope_interval(size, o, d)])
+    return _intersect([segment, _polytope_interval(size.planes, o, d)])
   raise ValueError(f"no ray test for shape type {t!r}")
 
 
@@ -247,7 +247,7 @@ def ray_shape(shape_type, size, R, p, origin, direction, length):
 
   Args:
     size: (4,) shape size (half-space: size[0] is the plane's world height; R, p unused);
-      for a MESH its hull's face planes (F, 4) (`ShapeModel.hull_planes`).
+      for a MESH its `shapes.Hull` (the face planes are used).
     R, p: shape -> world rotation (3, 3) and the shape origin (3,).
     origin, direction: (3,) ray start and direction (normalised here; must be non-zero).
     length: ray length.
@@ -257,7 +257,7 @@ def ray_shape(shape_type, size, R, p, origin, direction, length):
   """
   t = ShapeType(shape_type)
   origin = jnp.asarray(origin)
-  dtype = jnp.result_type(origin, size, float)
+  dtype = jnp.result_type(origin, *jax.tree.leaves(size), float)
   origin = origin.astype(dtype)
   d = safe.normalize(jnp.asarray(direction, dtype))
   length = jnp.asarray(length, dtype)
@@ -302,12 +302,11 @@ def ray_test(model, state, start, direction, length, ignore_body=-1,
   normals = jnp.zeros((ns, 3), dtype)
   for code in np.unique(shape_type):
     index = np.nonzero(shape_type == code)[0]
-    geometry = (sizes[index] if code != ShapeType.MESH
-                else shapes.hull_planes[hull_rows(shape_type)[index]])
+    geometry = jax.tree.map(lambda x: x.astype(dtype),
+                            shape_geometry(shapes, sizes, code, index))
     h, dist, _, n = jax.vmap(
         lambda s, r, p: ray_shape(int(code), s, r, p, start, d, length))(
-            geometry.astype(dtype), rotations[index].astype(dtype),
-            positions[index].astype(dtype))
+            geometry, rotations[index].astype(dtype), positions[index].astype(dtype))
     hits = hits.at[index].set(h)
     distances = distances.at[index].set(dist)
     normals = normals.at[index].set(n)

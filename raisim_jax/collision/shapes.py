@@ -9,10 +9,11 @@ Size parameters are RaiSim's objectParam, a (4,) array:
     CYLINDER   (radius, height, 0, 0) centred, height = total length along z
     CONE       (radius, height, 0, 0) origin at the COM: base disc at z = -h/4, apex at +3h/4
     CAPSULE    (radius, height, 0, 0) height = distance between the hemisphere centres
-    MESH       (0, 0, 0, 0)          a convex hull: its geometry is a row of the hull tables
-                                     (`ShapeModel.hull_vertices` (V, 4): xyz, 1 for a vertex
-                                     and 0 for padding; `hull_planes` (F, 4)), passed in place
-                                     of the size to the functions that take one
+    MESH       (0, 0, 0, 0)          a convex hull: its geometry is a `Hull` of its rows of
+                                     the hull tables (`ShapeModel.hull_vertices` (V, 4): xyz,
+                                     1 for a vertex and 0 for padding; `hull_planes` (F, 4)),
+                                     passed in place of the size to the functions that take
+                                     one
     HALFSPACE  (height, 0, 0, 0)      RaiSim's Ground: world plane z = height, solid below
 
 All functions are pure JAX, jit/vmap/grad safe (gradient-safe normalisation, no NaN at zero
@@ -20,7 +21,9 @@ directions). Type codes are static Python ints.
 """
 
 import enum
+from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -37,6 +40,14 @@ class ShapeType(enum.IntEnum):
   CAPSULE = 4
   MESH = 5        # codes as RaiSim's ObjectType (types.ObjectType)
   HALFSPACE = 6
+
+
+class Hull(NamedTuple):
+  """A MESH shape's geometry, shape frame: vertices (V, 4) xyz and 1 for a vertex, 0 for
+  padding (a repeated vertex); planes (F, 4) (n, c) with n . x + c <= 0 inside, padding
+  (0, 0, 0, -1). Batched functions see leading axes on both."""
+  vertices: jax.Array
+  planes: jax.Array
 
 
 def hull_rows(shape_type):
@@ -93,8 +104,8 @@ def aabb(shape_type, size, R, p):
     lo = jnp.stack([-big, -big, -big])
     hi = jnp.stack([big, big, size[0]])
     return lo, hi
-  if t == ShapeType.MESH:   # `size` is the hull's vertex rows (V, 4); padding repeats a vertex
-    world = p + size[:, :3] @ R.T
+  if t == ShapeType.MESH:   # `size` is a Hull; padding repeats a vertex
+    world = p + size.vertices[:, :3] @ R.T
     return jnp.min(world, axis=0), jnp.max(world, axis=0)
   if t == ShapeType.SPHERE:
     e = jnp.full((3,), size[0])

@@ -20,7 +20,7 @@ from scipy.spatial import ConvexHull as QHull, Delaunay
 
 import raisim_jax as rj
 from raisim_jax.collision import narrowphase
-from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.collision.shapes import Hull, ShapeType
 from raisim_jax.io import collision_mesh
 
 MARGIN = 0.01
@@ -35,8 +35,9 @@ def _rotation(rng):
 
 
 def _hull_rows(hull):
-  vertices, _ = collision_mesh.hull_tables([hull])
-  return jnp.asarray(vertices[0])
+  """The shapes.Hull of one hull (its rows of the hull tables)."""
+  vertices, planes = collision_mesh.hull_tables([hull])
+  return Hull(jnp.asarray(vertices[0]), jnp.asarray(planes[0]))
 
 
 # ---- the hull ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ points of the shape below the plane."""
 import jax
 import jax.numpy as jnp
 
+from raisim_jax.collision import contact_patch
 from raisim_jax.collision.narrowphase import geometry
 from raisim_jax.collision.narrowphase.contact_points import ez, one
 from raisim_jax.types import ContactPoints
@@ -105,65 +106,16 @@ def collide_capsule_halfspace(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   return _deepest(jnp.stack(points), jnp.stack(depths), e_z, 2, margin)
 
 
-def _take(score, depth, free):
-  """(index, flag) of the free vertex of largest positive `score`, else of the deepest free
-  vertex (flag: whether that vertex is free at all)."""
-  best = jnp.argmax(jnp.where(free, score, -jnp.inf))
-  deepest = jnp.argmax(jnp.where(free, depth, -jnp.inf))
-  pick = jnp.where(free[best] & (score[best] > 0), best, deepest)
-  return pick, free[pick]
-
-
-def _patch_corners(xy, depth, real, valid):
-  """Indices (4,) and flags (4,) of up to four vertices within the margin that span their
-  contact patch. The deepest real vertex comes first; then `a`, the valid vertex farthest
-  from it, and `b`, the one farthest from `a` (a near-diameter of the patch, whether or not
-  the deepest is inside it), then the vertex farthest from the line ab; where the deepest is
-  itself `b`, the farthest vertices on both sides of that line. A pick that adds no extent
-  is the deepest vertex not yet picked instead, so a pose with at most four vertices within
-  the margin reports them all. xy (V, 2): positions in the plane."""
-  n = depth.shape[0]
-  first = jnp.argmax(jnp.where(real, depth, -jnp.inf))
-  ids = jnp.arange(n)
-
-  def distance2(i):
-    offset = xy - xy[i]
-    return jnp.sum(offset * offset, axis=-1)
-
-  def side(i, j):   # twice the signed area of (i, j, vertex) for every vertex
-    edge, offset = xy[j] - xy[i], xy - xy[i]
-    return edge[0] * offset[:, 1] - edge[1] * offset[:, 0]
-
-  free = valid & (ids != first)
-  a, a_ok = _take(distance2(first), depth, free)
-  free = free & (ids != a)
-  far_from_a = distance2(a)
-  b_is_first = jnp.argmax(jnp.where(valid, far_from_a, -jnp.inf)) == first
-  # Branch 1, the deepest is an end of the near-diameter: both sides of the line (first, a).
-  across = side(first, a)
-  c1, c1_ok = _take(jnp.abs(across), depth, free)
-  sign = jnp.where(across[c1] >= 0, 1.0, -1.0).astype(across.dtype)
-  d1, d1_ok = _take(-sign * across, depth, free & (ids != c1))
-  # Branch 2: b, the far end from a, then the farthest from the line (a, b).
-  b2, b2_ok = _take(far_from_a, depth, free)
-  c2, c2_ok = _take(jnp.abs(side(a, b2)), depth, free & (ids != b2))
-  index = jnp.stack([first, a, jnp.where(b_is_first, c1, b2), jnp.where(b_is_first, d1, c2)])
-  flags = jnp.stack([valid[first], a_ok, jnp.where(b_is_first, c1_ok, b2_ok),
-                     jnp.where(b_is_first, d1_ok, c2_ok)])
-  return index, flags
-
-
 @register(ME, H, points=4)
 def collide_mesh_halfspace(hull_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
-  """Convex hull (A; `hull_a` its vertex rows (V, 4): xyz in the shape frame, 1 for a vertex)
-  on the ground (B): up to 4 of its vertices within the margin, chosen to span the contact
-  patch (the deepest first), not the 4 deepest: a flat foot's many coplanar vertices would
-  otherwise give 4 points on one side of it."""
+  """Convex hull (A, a `shapes.Hull`) on the ground (B): up to 4 of its vertices within the
+  margin, chosen to span the contact patch (the deepest first), not the 4 deepest: a flat
+  foot's many coplanar vertices would otherwise give 4 points on one side of it."""
   e_z = ez(p_a.dtype)
-  world = p_a + hull_a[:, :3] @ R_a.T
+  world = p_a + hull_a.vertices[:, :3] @ R_a.T
   depth = size_b[0] - world[:, 2]
-  real = hull_a[:, 3] > 0
-  index, flags = _patch_corners(world[:, :2], depth, real, real & (depth >= -margin))
+  real = hull_a.vertices[:, 3] > 0
+  index, flags = contact_patch.patch_corners(world[:, :2], depth, real, real & (depth >= -margin))
   points, depth = world[index], depth[index]
   return ContactPoints(points + 0.5 * depth[:, None] * e_z,
                        jnp.broadcast_to(e_z, points.shape), depth, flags)
