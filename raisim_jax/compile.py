@@ -148,8 +148,10 @@ def _default_contact_capacity(groups, num_shapes):
 def link_collision_shapes(entry, warn=True, stacklevel=3):
   """[(body index, CollisionShape)] of an articulated system's collision geometry, in the
   body frames. A collision mesh becomes the convex hull of its vertices
-  (io/collision_mesh.py); ellipsoids are not simulated yet: they are skipped with one warning
-  per system naming the collision bodies (when `warn`).
+  (io/collision_mesh.py), which collides with everything but the system's own collision
+  bodies (one warning per system naming the meshes, when `warn` and the system has other
+  collision bodies); ellipsoids are not simulated yet: they are skipped with one warning per
+  system naming the collision bodies (when `warn`).
 
   Raises:
     ValueError naming the file, link and line of a collision mesh that cannot be read or
@@ -175,10 +177,12 @@ def link_collision_shapes(entry, warn=True, stacklevel=3):
     warnings.warn(f"articulated system '{name}': collision ellipsoids are not supported yet; "
                   f"these collision bodies do not collide: {', '.join(skipped)}",
                   stacklevel=stacklevel)
-  if meshes and warn:
-    warnings.warn(f"articulated system '{name}': collision meshes collide as convex hulls "
-                  f"with the ground only; with other shapes and with each other they do not "
-                  f"collide yet: {', '.join(meshes)}", stacklevel=stacklevel)
+  if meshes and warn and sum(len(b.collisions) for b in entry.description.bodies) > 1:
+    warnings.warn(f"articulated system '{name}': its collision meshes collide (as convex "
+                  f"hulls) with the ground and other objects, but not with the system's own "
+                  f"collision bodies (no self-collision through meshes: the hulls of "
+                  f"concave links overlap at their joints): {', '.join(meshes)}",
+                  stacklevel=stacklevel)
   return shapes
 
 
@@ -365,9 +369,19 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       shape_type=shape_type)
 
   excluded = excluded_body_pairs(description)
+  system_of_body = {body: owner[0] for body, owner in internal_limit.items()}
+
+  def internal_mesh_pair(a, b):
+    """Both shapes on one articulated system and one of them a mesh: not simulated (its
+    warning is link_collision_shapes')."""
+    system_a, system_b = system_of_body.get(shape_body[a]), system_of_body.get(shape_body[b])
+    return (system_a is not None and system_a == system_b
+            and ShapeType.MESH in (shape_type[a], shape_type[b]))
+
   candidate = [(a, b) for a, b in pairs.candidate_pairs(shape_type, [r[5] for r in rows],
                                                         excluded)
-               if narrowphase.has_pair(shape_type[a], shape_type[b])]
+               if narrowphase.has_pair(shape_type[a], shape_type[b])
+               and not internal_mesh_pair(a, b)]
   enabled = pairs.enabled_pairs(candidate, shape_body, excluded)
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():

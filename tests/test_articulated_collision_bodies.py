@@ -226,8 +226,7 @@ def test_setObjectMaterial_on_a_system_and_on_mesh_collision_bodies(tmp_path):
                                        r"not found"):
     world.addArticulatedSystem(missing)
   trimesh.creation.box([0.4, 0.4, 0.1]).export(tmp_path / "slab.stl")
-  with pytest.warns(UserWarning, match="collide as convex hulls with the ground only"):
-    meshy = world.addArticulatedSystem(missing.replace("slab.stl", str(tmp_path / "slab.stl")))
+  meshy = world.addArticulatedSystem(missing.replace("slab.stl", str(tmp_path / "slab.stl")))
   world.integrate()
   meshy.getCollisionBody("slab/0").setMaterial("rubber")
   assert meshy.getCollisionBody("slab/0").getMaterial() == "rubber"
@@ -278,7 +277,8 @@ def test_compile_leaves_the_island_block_move_out_where_it_cannot_run():
 
 
 def test_unsupported_collision_geometry_warns_once_at_the_users_add_call():
-  """pybullet_data's r2d2 has mesh collision bodies (ground contact only): one warning names them, attributed to
+  """pybullet_data's r2d2 has mesh collision bodies, which do not collide with its own
+  bodies: one warning names them, attributed to
   the line that added the robot (not to the library's compile), and neither stepping nor a
   recompile after an edit repeats it."""
   import os
@@ -293,9 +293,9 @@ def test_unsupported_collision_geometry_warns_once_at_the_users_add_call():
     world.integrate()
     world.removeObject(world.addBox(0.1, 0.1, 0.1, 1.0))
     world.integrate()
-  meshes = [w for w in caught if "do not collide" in str(w.message)]
+  meshes = [w for w in caught if "collision meshes" in str(w.message)]
   assert added == 1 and len(meshes) == 1
   assert meshes[0].filename == __file__
-  assert "collide as convex hulls with the ground only" in str(meshes[0].message)
+  assert "but not with the system's own collision bodies" in str(meshes[0].message)
   assert str(meshes[0].message).endswith("left_gripper/0, left_tip/0, right_gripper/0, "
                                          "right_tip/0")

@@ -1,9 +1,13 @@
-"""Multi-point contact manifolds from support features (box, cylinder, cone pairs).
+"""Multi-point contact manifolds from support features (box, cylinder, cone, and convex mesh
+pairs, and a sphere or capsule against a mesh).
 
 Given the exact contact normal n (from B to A) of two convex shapes, each shape's support
 feature facing the other is taken: for a box the face most aligned with the direction (4
 corners), for a cylinder its cap (4 rim points, a disc) or its side line (2 end points), for a
-cone its base (4 rim points, a disc) or the side line from the rim to the apex (2 points). When
+cone its base (4 rim points, a disc) or the side line from the rim to the apex (2 points), for
+a capsule its side line (2 points) or an end's support point, for a sphere its support point,
+for a convex mesh (a hull) its face most aligned with the direction (up to 4 of the face's
+vertices that span it; a point lies on the face where it is inside every plane of the hull). When
 both features face each other (their normals within FACE_ALIGNMENT of n), every vertex of one
 feature is carried along n onto the other feature's plane: if it lands inside that feature
 (rectangle, disc or segment) it is a contact point with the honest depth along n. So a cylinder
@@ -14,10 +18,51 @@ of A and a point of B exactly on the surfaces, with x_B - x_A = depth n (depth <
 
 import jax.numpy as jnp
 
+from raisim_jax.collision import contact_patch, overlap
+from raisim_jax.collision.narrowphase import geometry
 from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.math import safe
 
 FACE_ALIGNMENT = 0.9   # |feature normal . n| needed for the extra points
-RECT, DISC, SEGMENT = 0, 1, 2
+RECT, DISC, SEGMENT, POLYGON = 0, 1, 2, 3
+
+
+def _basis(n):
+  """Two unit vectors completing the unit n (3,) to an orthonormal frame."""
+  t1 = safe.normalize(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, jnp.array([1.0, 0.0, 0.0]),
+                                             jnp.array([0.0, 1.0, 0.0])).astype(n.dtype)))
+  return t1, jnp.cross(n, t1)
+
+
+def _point_feature(point, normal):
+  """A feature that is one point (a sphere's, a capsule end's): it carries no vertex and
+  contains only itself."""
+  t1, t2 = _basis(normal)
+  return dict(verts=jnp.broadcast_to(point, (4, 3)), vert_valid=jnp.zeros(4, bool),
+              center=point, normal=normal, kind=jnp.asarray(RECT), axes=jnp.stack([t1, t2]),
+              half=jnp.zeros(2, point.dtype))
+
+
+def _hull_face(hull, R, p, v):
+  """A hull's face most aligned with the shape-frame direction v: up to 4 of its vertices
+  spanning it (collision/contact_patch.py), its centroid, its outward normal; POLYGON, with
+  the hull's planes for the containment test."""
+  normals, offsets = hull.planes[:, :3], hull.planes[:, 3]
+  k = jnp.argmax(normals @ v)
+  normal = normals[k]
+  points, real = hull.vertices[:, :3], hull.vertices[:, 3] > 0
+  tol = 1e-6 * overlap.shape_scale(ShapeType.MESH, hull)
+  on_face = real & (jnp.abs(points @ normal + offsets[k]) <= tol)
+  t1, t2 = _basis(normal)
+  flat = jnp.stack([points @ t1, points @ t2], axis=-1)
+  index, valid = contact_patch.patch_corners(flat, jnp.zeros(points.shape[0], points.dtype),
+                                             on_face, on_face)
+  weights = on_face.astype(points.dtype)
+  centroid = jnp.sum(weights[:, None] * points, axis=0) / jnp.maximum(jnp.sum(weights), 1.0)
+  return dict(verts=p + points[index] @ R.T, vert_valid=valid, center=p + R @ centroid,
+              normal=R @ normal, kind=jnp.asarray(POLYGON),
+              axes=jnp.stack([R @ t1, R @ t2]), half=jnp.zeros(2, points.dtype),
+              planes=hull.planes, R=R, p=p)
 
 
 def support_feature(shape_type, size, R, p, direction):
@@ -31,6 +76,11 @@ def support_feature(shape_type, size, R, p, direction):
   t = ShapeType(shape_type)
   v = R.T @ direction
   dtype = v.dtype
+  if t == ShapeType.SPHERE:
+    unit = safe.normalize(direction, fallback=R[:, 2])
+    return _point_feature(p + size[0] * unit, unit)
+  if t == ShapeType.MESH:
+    return _hull_face(size, R, p, v)
   if t == ShapeType.BOX:
     i = jnp.argmax(jnp.abs(v))
     j, k = (i + 1) % 3, (i + 2) % 3
@@ -60,6 +110,22 @@ def support_feature(shape_type, size, R, p, direction):
     seg_dir = ez
     seg_half = 0.5 * h
     side_normal = radial
+  elif t == ShapeType.CAPSULE:
+    # Its side line (2 points) where the direction is more radial than axial, else the
+    # support point of an end's hemisphere.
+    unit = safe.normalize(direction, fallback=ez)
+    end = p + jnp.where(v[2] >= 0, 0.5, -0.5).astype(dtype) * h * ez
+    tip = _point_feature(end + r * unit, unit)
+    use_side = radial_len > jnp.abs(v[2])
+    seg_dir, seg_half, side_normal = ez, 0.5 * h, radial
+    side_center = p + r * radial
+    seg_verts = jnp.stack([side_center + seg_half * seg_dir, side_center - seg_half * seg_dir,
+                           side_center, side_center])
+    other = jnp.cross(side_normal, seg_dir)
+    side = dict(verts=seg_verts, vert_valid=jnp.array([True, True, False, False]),
+                center=side_center, normal=side_normal, kind=jnp.asarray(SEGMENT),
+                axes=jnp.stack([seg_dir, other]), half=jnp.stack([seg_half, seg_half]))
+    return {key: jnp.where(use_side, side[key], tip[key]) for key in side}
   elif t == ShapeType.CONE:
     cap_normal = -ez
     cap_center = p - 0.25 * h * ez
@@ -97,7 +163,13 @@ def _contains(feature, q, tol):
   in_disc = jnp.sum(off_normal * off_normal) <= (feature["half"][0] + tol) ** 2
   on_segment = (jnp.abs(c0) <= feature["half"][0] + tol) & (jnp.abs(c1) <= tol)
   kind = feature["kind"]
-  return jnp.where(kind == RECT, in_rect, jnp.where(kind == DISC, in_disc, on_segment))
+  inside = jnp.where(kind == RECT, in_rect, jnp.where(kind == DISC, in_disc, on_segment))
+  if "planes" in feature:   # a hull's face: on the face plane, inside every other plane
+    local = feature["R"].T @ (q - feature["p"])
+    planes = feature["planes"]
+    inside = jnp.where(kind == POLYGON,
+                       jnp.all(planes[:, :3] @ local + planes[:, 3] <= tol), inside)
+  return inside
 
 
 def _carry(vertices, feature, n, direction):
@@ -107,6 +179,57 @@ def _carry(vertices, feature, n, direction):
   t = jnp.einsum("kj,j->k", feature["center"] - vertices, m) / jnp.where(
       jnp.abs(denom) > 1e-12, denom, 1e-12)
   return t, vertices + direction * t[:, None] * n
+
+
+def _hull_residual(hull, R, p, x):
+  """max over a hull's planes of n . x + c at the world point x: 0 on its surface."""
+  local = R.T @ (x - p)
+  return jnp.max(hull.planes[:, :3] @ local + hull.planes[:, 3])
+
+
+def _hull_witnesses(type_a, size_a, R_a, p_a, hull_b, R_b, p_b, normal, depth, x_a, x_b, scale):
+  """The main contact's surface points (x_a, x_b) with x_b - x_a = depth n, for a pair whose
+  B is a hull. The smoothed support points lie on their surfaces, but where a support set is
+  a hull face the smoothing's weights cannot resolve which point of the face faces the other
+  shape (a tau of 1e-8 R), so x_b - x_a leans off n. A's point carried along n onto B is used
+  where it lands on B's surface (a vertex, edge or rim of A against B's face), else B's point
+  carried back onto A where that lands on A (checked for a hull A; a primitive A's face), else
+  (two hulls: an edge-edge contact) the closest points of their support edges, else the
+  smoothed pair. `scale`: the pair's length for the tolerances."""
+  dtype = normal.dtype
+  tol = jnp.maximum(1e-9, 100 * jnp.finfo(dtype).eps) * scale
+  carried_b = x_a + depth * normal
+  carried_a = x_b - depth * normal
+  a_onto_b = jnp.abs(_hull_residual(hull_b, R_b, p_b, carried_b)) <= tol
+  if ShapeType(type_a) == ShapeType.MESH:
+    b_onto_a = jnp.abs(_hull_residual(size_a, R_a, p_a, carried_a)) <= tol
+  else:
+    b_onto_a = jnp.ones((), bool)
+  if ShapeType(type_a) == ShapeType.MESH:
+    # Two hulls whose support sets are edges (or an edge and a vertex): the closest points of
+    # the two support edges (their projections along n cross at the minimum overlap).
+    # The smoothed normal of an edge-edge contact is off the edges' cross product by ~10x
+    # the final smoothing, which tilts each support edge by as much.
+    edge_tol = jnp.maximum(1e-5, 10 * overlap.final_eps(dtype)) * scale
+    edge_a = _support_edge(size_a, R_a, p_a, -normal, edge_tol)
+    edge_b = _support_edge(hull_b, R_b, p_b, normal, edge_tol)
+    fallback_a, fallback_b = geometry.segment_segment(*edge_a, *edge_b)
+  else:
+    fallback_a, fallback_b = x_a, x_b
+  new_a = jnp.where(a_onto_b, x_a, jnp.where(b_onto_a, carried_a, fallback_a))
+  new_b = jnp.where(a_onto_b, carried_b, jnp.where(b_onto_a, x_b, fallback_b))
+  return new_a, new_b
+
+
+def _support_edge(hull, R, p, direction, tol):
+  """The hull's two vertices farthest along the world `direction` as a segment (world), the
+  second replaced by the first unless it is within `tol` of the support plane too."""
+  world = p + hull.vertices[:, :3] @ R.T
+  height = jnp.where(hull.vertices[:, 3] > 0, world @ direction, -jnp.inf)
+  order = jnp.argsort(-height)
+  first, second = world[order[0]], world[order[1]]
+  same_plane = height[order[0]] - height[order[1]] <= tol
+  return first, jnp.where(same_plane, second, first)
 
 
 def manifold(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, normal, depth, x_a, x_b,
@@ -119,8 +242,11 @@ def manifold(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b, normal, depth, 
   feature, penetrate (depth >= -margin) and are not within 1e-6 * size of an earlier point.
   """
   dtype = normal.dtype
-  scale = jnp.sum(size_a[:3]) + jnp.sum(size_b[:3])
+  scale = overlap.shape_scale(type_a, size_a) + overlap.shape_scale(type_b, size_b)
   tol = 1e-9 * scale
+  if ShapeType.MESH in (ShapeType(type_a), ShapeType(type_b)):
+    x_a, x_b = _hull_witnesses(type_a, size_a, R_a, p_a, size_b, R_b, p_b, normal, depth,
+                               x_a, x_b, scale)
   fa = support_feature(type_a, size_a, R_a, p_a, -normal)
   fb = support_feature(type_b, size_b, R_b, p_b, normal)
   facing = ((jnp.dot(fa["normal"], -normal) >= FACE_ALIGNMENT)

@@ -51,26 +51,55 @@ FINAL_STEPS = 8
 _LINE_SEARCH = tuple(0.25 ** k for k in range(0, 13)) + (0.0,)
 
 
-def _eps_final(dtype):
+def final_eps(dtype):
+  """The smoothing's last continuation level in `dtype`."""
   return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 1e-4
 
 
 def num_levels(dtype):
   """Static number of continuation levels from EPS_START down to the dtype's final eps."""
-  return int(round(math.log(_eps_final(dtype) / EPS_START) / math.log(EPS_RATIO))) + 1
+  return int(round(math.log(final_eps(dtype) / EPS_START) / math.log(EPS_RATIO))) + 1
 
 
 def _soft_abs(x, eps):
   return jnp.sqrt(x * x + eps * eps)
 
 
+def _hull_radius(hull):
+  """Largest distance of a hull vertex from the shape origin."""
+  return jnp.sqrt(jnp.max(jnp.sum(hull.vertices[:, :3] ** 2, axis=-1)))
+
+
+def shape_scale(shape_type, size):
+  """A length of the shape for tolerances: the sum of its size entries (a box's side
+  lengths, a cylinder's r + h, ...), a hull's diameter bound (twice its radius)."""
+  if ShapeType(shape_type) == ShapeType.MESH:
+    return 2.0 * _hull_radius(size)
+  return jnp.sum(size[:3])
+
+
 def smoothed_support_value(shape_type, size, v, eps):
   """Smoothed support function h_eps(v) of a shape in its own frame (v (3,), any length).
 
   h <= h_eps <= h + eps * (sum of the half sizes); eps = 0 gives the exact support function
-  (then with the kinks of |x|). Shapes: BOX, CYLINDER, CONE (RaiSim's objectParam `size`).
+  (then with the kinks of |x|). Shapes: BOX, CYLINDER, CONE (RaiSim's objectParam `size`),
+  SPHERE and CAPSULE (smooth but for the capsule's |v_z|), MESH (`size` a shapes.Hull: the
+  max over its vertices smoothed as tau log sum exp(x_i . v / tau), tau = eps R |v| with R
+  its radius, so h_eps <= h + eps R log V; eps must be the Python float 0.0 for the exact
+  max). SPHERE, CAPSULE and MESH are written positively homogeneous in v.
   """
   t = ShapeType(shape_type)
+  if t == ShapeType.SPHERE:
+    return size[0] * jnp.sqrt(jnp.dot(v, v))
+  if t == ShapeType.CAPSULE:
+    norm2 = jnp.dot(v, v)
+    return size[0] * jnp.sqrt(norm2) + 0.5 * size[1] * jnp.sqrt(v[2] * v[2] + eps * eps * norm2)
+  if t == ShapeType.MESH:
+    projections = jnp.where(size.vertices[:, 3] > 0, size.vertices[:, :3] @ v, -jnp.inf)
+    if isinstance(eps, float) and eps == 0.0:
+      return jnp.max(projections)
+    tau = eps * _hull_radius(size) * jnp.sqrt(jnp.dot(v, v))
+    return tau * jax.nn.logsumexp(projections / tau)
   if t == ShapeType.BOX:
     return jnp.sum(0.5 * size[:3] * _soft_abs(v, eps))
   radial = jnp.sqrt(v[0] * v[0] + v[1] * v[1] + eps * eps)
@@ -101,6 +130,9 @@ def smoothed_support_derivatives(shape_type, size, v, eps):
   """
   t = ShapeType(shape_type)
   dtype = v.dtype
+  if t in (ShapeType.SPHERE, ShapeType.CAPSULE, ShapeType.MESH):   # by autodiff
+    value = lambda w: smoothed_support_value(t, size, w, eps)
+    return value(v), jax.grad(value)(v), jax.hessian(value)(v)
   e2 = eps * eps * jnp.eye(3, dtype=dtype)
   basis = jnp.eye(3, dtype=dtype)
   if t == ShapeType.BOX:
@@ -133,11 +165,27 @@ def smoothed_support_derivatives(shape_type, size, v, eps):
   raise ValueError(f"no smoothed support function for {t!r}")
 
 
-def _feature_axes(shape_type, R):
-  """World directions along which the shape's support function has kinks: (k, 3)."""
-  if ShapeType(shape_type) == ShapeType.BOX:
+def _feature_axes(shape_type, size, R):
+  """World directions of the shape's faces and kinks: (k, 3) (zero rows: none). A box's
+  axes, a cylinder's, cone's or capsule's axis, a hull's face normals; a sphere has none."""
+  t = ShapeType(shape_type)
+  if t == ShapeType.BOX:
     return R.T
+  if t == ShapeType.SPHERE:
+    return jnp.zeros((1, 3), R.dtype)
+  if t == ShapeType.MESH:
+    return size.planes[:, :3] @ R.T
   return R[:, 2][None]
+
+
+def _edge_axes(shape_type, size, R):
+  """World directions of the shape's straight edges and kink circles' poles, whose pairwise
+  cross products are edge-edge normals: the feature axes, but none for a hull (its edges are
+  not stored: an edge-edge contact of a hull is the smoothed minimiser's, within the
+  smoothing's bound) or a sphere."""
+  if ShapeType(shape_type) == ShapeType.MESH:
+    return jnp.zeros((1, 3), R.dtype)
+  return _feature_axes(shape_type, size, R)
 
 
 def _fibonacci(count, dtype):
@@ -159,12 +207,12 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
 
   Returns (normal (3,) unit, from B to A; depth f(normal), positive when penetrating, minus the
   distance when apart; x_a (3,) point of A; x_b (3,) point of B) with x_b - x_a = depth normal
-  at the minimum. Types static (BOX, CYLINDER, CONE); world frame.
+  at the minimum. Types static (BOX, CYLINDER, CONE, SPHERE, CAPSULE, MESH); world frame.
   """
   dtype = p_a.dtype
   levels = num_levels(dtype)
-  scale = jnp.sum(size_a[:3]) + jnp.sum(size_b[:3])
-  eps_final = _eps_final(dtype)
+  scale = shape_scale(type_a, size_a) + shape_scale(type_b, size_b)
+  eps_final = final_eps(dtype)
 
   def overlap(n, eps):
     n = safe.normalize(n)
@@ -174,8 +222,9 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
 
   # Starting normals: feature axes of both shapes and their cross products (face and
   # edge-edge normals), the centre line and a Fibonacci sphere; both signs.
-  axes_a, axes_b = _feature_axes(type_a, R_a), _feature_axes(type_b, R_b)
-  crosses = jnp.cross(axes_a[:, None, :], axes_b[None, :, :]).reshape(-1, 3)
+  axes_a, axes_b = _feature_axes(type_a, size_a, R_a), _feature_axes(type_b, size_b, R_b)
+  edges_a, edges_b = _edge_axes(type_a, size_a, R_a), _edge_axes(type_b, size_b, R_b)
+  crosses = jnp.cross(edges_a[:, None, :], edges_b[None, :, :]).reshape(-1, 3)
   centre = (p_a - p_b)[None]
   base = jnp.concatenate([axes_a, axes_b, crosses, centre])
   starts = jnp.concatenate([base, -base, _fibonacci(FIBONACCI_STARTS, dtype)])
@@ -263,8 +312,9 @@ def _snap_to_kinks(exact_overlap, n, overlap_at_n, type_a, size_a, R_a, type_b, 
   (feature axes, n projected onto the kink great circles, cross products, cone side normals)
   replace it where their exact overlap is as low: the face normal comes out exact, also in
   float32 where eps cannot be small."""
-  axes = jnp.concatenate([_feature_axes(type_a, R_a), _feature_axes(type_b, R_b)])
-  projected = n[None] - jnp.einsum("kj,j->k", axes, n)[:, None] * axes
+  axes = jnp.concatenate([_feature_axes(type_a, size_a, R_a), _feature_axes(type_b, size_b, R_b)])
+  edges = jnp.concatenate([_edge_axes(type_a, size_a, R_a), _edge_axes(type_b, size_b, R_b)])
+  projected = n[None] - jnp.einsum("kj,j->k", edges, n)[:, None] * edges
   candidates = [axes, -axes, projected, crosses, -crosses]
   if ShapeType(type_a) == ShapeType.CONE:
     candidates.append(-_cone_side_normal(size_a, R_a[:, 2], -n)[None])

@@ -10,14 +10,18 @@ import numpy as np
 from scipy import optimize
 from scipy.spatial.transform import Rotation
 
-SPHERE, BOX, CYLINDER, CONE, CAPSULE, HALFSPACE = 0, 1, 2, 3, 4, 6   # ShapeType codes (MESH = 5)
+SPHERE, BOX, CYLINDER, CONE, CAPSULE, MESH, HALFSPACE = range(7)   # ShapeType codes
 NAMES = {SPHERE: "sphere", BOX: "box", CYLINDER: "cylinder", CONE: "cone", CAPSULE: "capsule",
-         HALFSPACE: "halfspace"}
+         MESH: "mesh", HALFSPACE: "halfspace"}
 
 
 def support_local(t, size, d):
-  """Support points of a shape for directions d (N, 3), shape frame."""
+  """Support points of a shape for directions d (N, 3), shape frame. A MESH's `size` is its
+  vertices (V, 3): the support point is the vertex farthest along d."""
   d = np.atleast_2d(d)
+  if t == MESH:
+    vertices = np.asarray(size)
+    return vertices[np.argmax(d @ vertices.T, axis=1)]
   nd = np.linalg.norm(d, axis=1, keepdims=True)
   z = np.zeros_like(d)
   z[:, 2] = 1.0

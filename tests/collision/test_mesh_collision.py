@@ -341,3 +341,137 @@ def test_a_ray_hits_the_top_of_a_mesh_collision_body(tmp_path):
   assert hits[0].getObject() is robot
   np.testing.assert_allclose(hits[0].getPosition(), [0.25, 0.12, 0.55], atol=1e-12)
   np.testing.assert_allclose(hits[0].getNormal(), [0, 0, 1], atol=1e-12)
+
+
+# ---- pairs with the other shapes -----------------------------------------------------------
+
+def _hull_surface_value(hull, R, p, x):
+  """max over the hull's planes of n . x + c at the world point x: 0 on its surface."""
+  local = R.T @ (x - p)
+  return np.max(hull.planes[:, :3] @ local + hull.planes[:, 3])
+
+
+@pytest.mark.parametrize("other", [ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER,
+                                   ShapeType.CONE, ShapeType.CAPSULE, ShapeType.MESH],
+                         ids=lambda t: t.name.lower())
+def test_mesh_pairs_match_the_minimum_overlap_oracle(other):
+  """A random hull (B, 16 random points) against each shape (A; a second random hull for
+  mesh-mesh) at 30 random poses near touching, float64: the deepest depth is the brute-force
+  minimum support overlap (tests/collision/oracle.py, the reference of the box/cylinder/cone
+  pairs) to 1e-6, the support overlap along the reported normal equals it, every reported
+  point has its two implied surface points on the two surfaces (1e-6), and no point is deeper
+  than the deepest. Separated poses report nothing."""
+  from tests.collision import oracle as orc
+  from scipy.spatial.transform import Rotation
+  rng = np.random.default_rng(int(other) + 20)
+  collide = jax.jit(lambda *args: narrowphase.collide(other, ShapeType.MESH, *args,
+                                                      margin=0.0))
+  penetrating = 0
+  for _ in range(30):
+    hull_b = collision_mesh.convex_hull(rng.normal(size=(16, 3)) * [0.5, 0.4, 0.3])
+    if other == ShapeType.MESH:
+      hull_a = collision_mesh.convex_hull(rng.normal(size=(16, 3)) * [0.3, 0.4, 0.5])
+      size_a, oracle_a = _hull_rows(hull_a), hull_a.vertices
+    else:
+      size_a = orc.random_size(int(other), rng)
+      oracle_a = size_a
+    Ra, Rb = (Rotation.random(random_state=rng).as_matrix() for _ in range(2))
+    pb = rng.uniform(-1, 1, 3)
+    u = rng.normal(size=3)
+    u /= np.linalg.norm(u)
+    reach_a = orc.support_value(int(other), oracle_a, Ra, np.zeros(3), -u)[0]
+    reach_b = orc.support_value(orc.MESH, hull_b.vertices, Rb, pb, u)[0] - pb @ u
+    pa = pb + u * (reach_b + reach_a) * rng.uniform(0.6, 1.1)
+    out = jax.tree.map(np.asarray, collide(jnp.asarray(size_a) if other != ShapeType.MESH
+                                           else size_a, Ra, pa, _hull_rows(hull_b), Rb, pb))
+    ref = orc.penetration(int(other), oracle_a, Ra, pa, orc.MESH, hull_b.vertices, Rb, pb)[0]
+    assert np.all(np.isfinite(out.position)) and np.all(np.isfinite(out.depth))
+    if ref < -1e-6:
+      assert not out.valid.any()
+      continue
+    if ref < 1e-6:
+      continue
+    penetrating += 1
+    k = np.argmax(np.where(out.valid, out.depth, -np.inf))
+    depth, normal = out.depth[k], out.normal[k]
+    assert abs(depth - ref) <= 1e-6, (depth, ref)
+    f = (orc.support_value(orc.MESH, hull_b.vertices, Rb, pb, normal[None])[0]
+         + orc.support_value(int(other), oracle_a, Ra, pa, -normal[None])[0])
+    assert abs(f - depth) <= 1e-6
+    for j in np.flatnonzero(out.valid):
+      d, n = out.depth[j], out.normal[j]
+      assert d <= depth + 1e-9 and d >= -1e-9
+      x_a, x_b = out.position[j] - 0.5 * d * n, out.position[j] + 0.5 * d * n
+      assert abs(_hull_surface_value(hull_b, Rb, pb, x_b)) <= 1e-6, j
+      on_a = (_hull_surface_value(hull_a, Ra, pa, x_a) if other == ShapeType.MESH
+              else orc.sdf(int(other), size_a, Ra, pa, x_a))
+      assert abs(on_a) <= 1e-6, j
+  assert penetrating >= 10
+
+
+def test_a_mesh_block_comes_to_rest_on_a_box_as_the_box_block_does(tmp_path):
+  """The block (a box primitive, then a box mesh) dropped tilted onto a static box (a
+  single-body object): both come to rest lying on the box's top face at the same pose, the
+  mesh's contacts with the box through the mesh-box pair (face manifold)."""
+  finals = []
+  for world, robot in _block_worlds(tmp_path):
+    step = world.addBox(1.0, 1.0, 0.2, 10.0)
+    step.setBodyType(rj.BodyType.STATIC)
+    step.setPosition(0.0, 0.0, 0.1)
+    robot.setGeneralizedCoordinate([0.0, 0.0, 0.45, 0.98, 0.1, 0.15, 0.05])
+    robot.setGeneralizedVelocity(np.zeros(6))
+    for _ in range(1000):
+      world.integrate()
+    assert len(robot.getContacts()) >= 3
+    finals.append(robot.getGeneralizedCoordinate())
+  box, mesh = finals
+  assert mesh[2] == pytest.approx(0.25, abs=1e-3)   # on the step's top (0.2) + half height
+  np.testing.assert_allclose(mesh[:3], box[:3], atol=2e-3)
+  np.testing.assert_allclose(np.abs(mesh[3:]), np.abs(box[3:]), atol=1e-2)
+
+
+TWO_MESH_LINKS = """<?xml version="1.0"?>
+<robot name="pair">
+  <link name="a">
+    <inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><mesh filename="MESH"/></geometry></collision>
+  </link>
+  <link name="b">
+    <inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><mesh filename="MESH"/></geometry></collision>
+  </link>
+  <link name="c">
+    <inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><mesh filename="MESH"/></geometry></collision>
+  </link>
+  <joint name="ab" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 1 0"/>
+    <origin xyz="0 0 -0.1"/><limit lower="-3" upper="3" effort="1" velocity="100"/></joint>
+  <joint name="bc" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
+    <origin xyz="0 0 -0.1"/><limit lower="-3" upper="3" effort="1" velocity="100"/></joint>
+</robot>"""
+
+
+def test_meshes_of_one_system_do_not_collide_with_each_other_and_the_load_says_so(tmp_path):
+  """Three fixed-base links whose mesh boxes overlap (a and c are not parent and child):
+  the system warns, naming its meshes, and steps with no self-contact; another system's
+  mesh does collide with it."""
+  trimesh.creation.box([0.15, 0.15, 0.15]).export(tmp_path / "cube.stl")
+  text = TWO_MESH_LINKS.replace("MESH", str(tmp_path / "cube.stl"))
+  fixed = text.replace('<link name="a">', '<link name="world"/><joint name="fix" type="fixed">'
+                       '<parent link="world"/><child link="a"/><origin xyz="0 0 1"/></joint>'
+                       '<link name="a">')
+  world = rj.World()
+  with pytest.warns(UserWarning, match=r"not with the system's own collision bodies.*a/0, b/0, "
+                                       r"c/0"):
+    chain = world.addArticulatedSystem(fixed)
+  for _ in range(20):
+    world.integrate()
+  assert len(chain.getContacts()) == 0
+  # A second, free system's cube dropped onto the chain's lowest link touches it.
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    other = world.addArticulatedSystem(text.split('<link name="b">')[0] + "</robot>")
+  other.setGeneralizedCoordinate([0.0, 0.0, 0.95, 1.0, 0.0, 0.0, 0.0])
+  for _ in range(5):
+    world.integrate()
+  assert len(other.getContacts()) >= 1

@@ -119,7 +119,7 @@ def test_mesh_mass_properties_of_a_box_are_analytic():
 def test_mesh_geoms_are_visuals_and_warn_what_does_not_collide(mesh_model):
   _, robot, messages = _load(mesh_model)
   ellipsoids = [m for m in messages if "ellipsoids are not supported" in m]
-  meshes = [m for m in messages if "collide as convex hulls with the ground only" in m]
+  meshes = [m for m in messages if "not with the system's own collision bodies" in m]
   assert len(ellipsoids) == 1 and len(meshes) == 1
   # Collision bodies are named "LINK/INDEX" among the link's collision bodies (RaiSim's
   # rule); the geom with contype = conaffinity = 0 is drawn only.

@@ -19,7 +19,8 @@ Layout: one module per pair family, each declaring its functions in the one regi
   sphere.py         sphere vs sphere/box/cylinder/cone/capsule (closed forms, closest points)
   halfspace.py      every shape on the ground (a convex mesh: its hull's vertices)
   box_box.py        box-box (separating axes, face clipping)
-  overlap_pairs.py  box/cylinder/cone among themselves (minimum support overlap + manifold)
+  overlap_pairs.py  box/cylinder/cone among themselves, and a convex mesh with anything but
+                    the ground (minimum support overlap + manifold)
   capsule.py        capsule-capsule and box/cylinder/cone vs capsule
   geometry.py       closest-point helpers they share; contact_points.py the output type.
 """
@@ -42,9 +43,15 @@ from raisim_jax.collision.narrowphase.halfspace import (collide_box_halfspace,
                                                         plane_candidates)
 from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
                                                             collide_box_cylinder,
+                                                            collide_box_mesh,
+                                                            collide_capsule_mesh,
                                                             collide_cone_cone,
+                                                            collide_cone_mesh,
                                                             collide_cylinder_cone,
-                                                            collide_cylinder_cylinder)
+                                                            collide_cylinder_cylinder,
+                                                            collide_cylinder_mesh,
+                                                            collide_mesh_mesh,
+                                                            collide_sphere_mesh)
 from raisim_jax.collision.narrowphase.registry import (PAIRS, PairEntry, collide, has_pair,
                                                       num_points, register)
 from raisim_jax.collision.narrowphase.sphere import (collide_sphere_box, collide_sphere_capsule,

@@ -1,6 +1,8 @@
-"""Box/cylinder/cone pairs: minimum support overlap (exact normal, depth and points,
-collision/overlap.py) and a support-feature manifold around it (rim points, corners, side-line
-ends, collision/feature_manifold.py): 9 slots (main + 4 + 4)."""
+"""Box/cylinder/cone pairs, and every pair with a convex mesh but the ground: minimum support
+overlap (exact normal, depth and points, collision/overlap.py; a hull's edge-edge normal to
+the smoothing's bound) and a support-feature manifold around it (rim points, corners,
+side-line ends, a hull face's spanning vertices, collision/feature_manifold.py): 9 slots
+(main + 4 + 4)."""
 
 from raisim_jax.collision import feature_manifold as _features
 from raisim_jax.collision import overlap as _overlap
@@ -8,7 +10,8 @@ from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 
-B, CY, CO = ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE
+S, B, CY, CO, CA, ME = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
+                        ShapeType.CAPSULE, ShapeType.MESH)
 
 #: Slots of `feature_manifold.manifold`: the main contact + 4 + 4 carried feature vertices.
 POINTS = 9
@@ -34,3 +37,9 @@ collide_box_cone = _convex(B, CO)
 collide_cylinder_cylinder = _convex(CY, CY)
 collide_cylinder_cone = _convex(CY, CO)
 collide_cone_cone = _convex(CO, CO)
+collide_sphere_mesh = _convex(S, ME)
+collide_box_mesh = _convex(B, ME)
+collide_cylinder_mesh = _convex(CY, ME)
+collide_cone_mesh = _convex(CO, ME)
+collide_capsule_mesh = _convex(CA, ME)
+collide_mesh_mesh = _convex(ME, ME)
