@@ -11,6 +11,11 @@ apart (min_n f = -dist(0, B - A) by the separating-hyperplane theorem). The mini
 contact normal, and the points of A and B whose difference is f(n*) n* are the contact's two
 surface points.
 
+The shapes: box, cylinder, cone, sphere, capsule and convex mesh (a hull: max over its vertices,
+smoothed below by a homogeneous log-sum-exp; its face normals serve as starting and snapping
+normals; its edges are not stored, so an edge-edge contact's normal is the smoothed
+minimiser's, within eps R log V of the exact one).
+
 f is piecewise smooth: box support functions have kinks on the great circles n . u_i = 0
 (face and edge contacts sit on them), cylinders and cones on n . a = 0, at n = +-a and on the
 cone's side-normal circle. A local minimum on a kink is where Newton's method stalls, so the
@@ -178,14 +183,14 @@ def _feature_axes(shape_type, size, R):
   return R[:, 2][None]
 
 
-def _edge_axes(shape_type, size, R):
+def _edge_axes(shape_type, feature_axes):
   """World directions of the shape's straight edges and kink circles' poles, whose pairwise
-  cross products are edge-edge normals: the feature axes, but none for a hull (its edges are
-  not stored: an edge-edge contact of a hull is the smoothed minimiser's, within the
-  smoothing's bound) or a sphere."""
+  cross products are edge-edge normals: its `feature_axes`, but none for a hull (its edges
+  are not stored: an edge-edge contact of a hull is the smoothed minimiser's, within the
+  smoothing's bound)."""
   if ShapeType(shape_type) == ShapeType.MESH:
-    return jnp.zeros((1, 3), R.dtype)
-  return _feature_axes(shape_type, size, R)
+    return jnp.zeros((1, 3), feature_axes.dtype)
+  return feature_axes
 
 
 def _fibonacci(count, dtype):
@@ -223,7 +228,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   # Starting normals: feature axes of both shapes and their cross products (face and
   # edge-edge normals), the centre line and a Fibonacci sphere; both signs.
   axes_a, axes_b = _feature_axes(type_a, size_a, R_a), _feature_axes(type_b, size_b, R_b)
-  edges_a, edges_b = _edge_axes(type_a, size_a, R_a), _edge_axes(type_b, size_b, R_b)
+  edges_a, edges_b = _edge_axes(type_a, axes_a), _edge_axes(type_b, axes_b)
   crosses = jnp.cross(edges_a[:, None, :], edges_b[None, :, :]).reshape(-1, 3)
   centre = (p_a - p_b)[None]
   base = jnp.concatenate([axes_a, axes_b, crosses, centre])
@@ -312,8 +317,10 @@ def _snap_to_kinks(exact_overlap, n, overlap_at_n, type_a, size_a, R_a, type_b, 
   (feature axes, n projected onto the kink great circles, cross products, cone side normals)
   replace it where their exact overlap is as low: the face normal comes out exact, also in
   float32 where eps cannot be small."""
-  axes = jnp.concatenate([_feature_axes(type_a, size_a, R_a), _feature_axes(type_b, size_b, R_b)])
-  edges = jnp.concatenate([_edge_axes(type_a, size_a, R_a), _edge_axes(type_b, size_b, R_b)])
+  axes_a, axes_b = _feature_axes(type_a, size_a, R_a), _feature_axes(type_b, size_b, R_b)
+  axes = jnp.concatenate([axes_a, axes_b])
+  edges = (axes if ShapeType.MESH not in (ShapeType(type_a), ShapeType(type_b))
+           else jnp.concatenate([_edge_axes(type_a, axes_a), _edge_axes(type_b, axes_b)]))
   projected = n[None] - jnp.einsum("kj,j->k", edges, n)[:, None] * edges
   candidates = [axes, -axes, projected, crosses, -crosses]
   if ShapeType(type_a) == ShapeType.CONE:
