@@ -255,6 +255,8 @@ class Capacity:
 
 
 _PLACEHOLDER_SHAPE = CollisionShape(ObjectType.SPHERE, np.full(4, 0.1))
+_PLACEHOLDER_HULL = collision_mesh.convex_hull(np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0],
+                                                         [0, 0, 0.1]]))   # a padding MESH row
 
 
 def placeholder_body():
@@ -330,8 +332,9 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   for code in sorted(set(by_type) | {c for c, n in block_rows.items() if n > 0}):
     block = by_type.get(code, [])
     padding = max(0, block_rows.get(code, 0) - len(block))
-    placeholder = dataclasses.replace(_PLACEHOLDER_SHAPE,
-                                      object_type=_OBJECT_OF_SHAPE_TYPE[code])
+    placeholder = dataclasses.replace(
+        _PLACEHOLDER_SHAPE, object_type=_OBJECT_OF_SHAPE_TYPE[code],
+        hull=_PLACEHOLDER_HULL if code == ShapeType.MESH else None)
     block = block + [(0, placeholder, 0, 0, -1)] * padding
     rows += [(r[0], code) + r[1:] for r in block]
   offset = len(description.bodies)

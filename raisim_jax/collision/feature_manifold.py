@@ -27,17 +27,10 @@ FACE_ALIGNMENT = 0.9   # |feature normal . n| needed for the extra points
 RECT, DISC, SEGMENT, POLYGON = 0, 1, 2, 3
 
 
-def _basis(n):
-  """Two unit vectors completing the unit n (3,) to an orthonormal frame."""
-  t1 = safe.normalize(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, jnp.array([1.0, 0.0, 0.0]),
-                                             jnp.array([0.0, 1.0, 0.0])).astype(n.dtype)))
-  return t1, jnp.cross(n, t1)
-
-
 def _point_feature(point, normal):
   """A feature that is one point (a sphere's, a capsule end's): it carries no vertex and
   contains only itself."""
-  t1, t2 = _basis(normal)
+  t1, t2 = overlap.tangent_basis(normal)
   return dict(verts=jnp.broadcast_to(point, (4, 3)), vert_valid=jnp.zeros(4, bool),
               center=point, normal=normal, kind=jnp.asarray(RECT), axes=jnp.stack([t1, t2]),
               half=jnp.zeros(2, point.dtype))
@@ -51,9 +44,9 @@ def _hull_face(hull, R, p, v):
   k = jnp.argmax(normals @ v)
   normal = normals[k]
   points, real = hull.vertices[:, :3], hull.vertices[:, 3] > 0
-  tol = 1e-6 * overlap.shape_scale(ShapeType.MESH, hull)
-  on_face = real & (jnp.abs(points @ normal + offsets[k]) <= tol)
-  t1, t2 = _basis(normal)
+  scale = overlap.shape_scale(ShapeType.MESH, hull)
+  on_face = real & (jnp.abs(points @ normal + offsets[k]) <= 1e-6 * scale)
+  t1, t2 = overlap.tangent_basis(normal)
   flat = jnp.stack([points @ t1, points @ t2], axis=-1)
   index, valid = contact_patch.patch_corners(flat, jnp.zeros(points.shape[0], points.dtype),
                                              on_face, on_face)
@@ -62,7 +55,10 @@ def _hull_face(hull, R, p, v):
   return dict(verts=p + points[index] @ R.T, vert_valid=valid, center=p + R @ centroid,
               normal=R @ normal, kind=jnp.asarray(POLYGON),
               axes=jnp.stack([R @ t1, R @ t2]), half=jnp.zeros(2, points.dtype),
-              planes=hull.planes, R=R, p=p)
+              planes=hull.planes, R=R, p=p,
+              # A point carried onto the face is on its plane only to rounding (float32:
+              # ~1e-8 m, above the manifold's 1e-9 of the size).
+              tol=jnp.maximum(1e-9, 100 * jnp.finfo(points.dtype).eps) * scale)
 
 
 def support_feature(shape_type, size, R, p, direction):
@@ -167,8 +163,9 @@ def _contains(feature, q, tol):
   if "planes" in feature:   # a hull's face: on the face plane, inside every other plane
     local = feature["R"].T @ (q - feature["p"])
     planes = feature["planes"]
+    face_tol = jnp.maximum(tol, feature["tol"])
     inside = jnp.where(kind == POLYGON,
-                       jnp.all(planes[:, :3] @ local + planes[:, 3] <= tol), inside)
+                       jnp.all(planes[:, :3] @ local + planes[:, 3] <= face_tol), inside)
   return inside
 
 

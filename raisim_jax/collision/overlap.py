@@ -42,7 +42,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.collision.shapes import ShapeType, bounding_radius
 from raisim_jax.math import safe
 
 STEPS_PER_LEVEL = 6
@@ -70,16 +70,11 @@ def _soft_abs(x, eps):
   return jnp.sqrt(x * x + eps * eps)
 
 
-def _hull_radius(hull):
-  """Largest distance of a hull vertex from the shape origin."""
-  return jnp.sqrt(jnp.max(jnp.sum(hull.vertices[:, :3] ** 2, axis=-1)))
-
-
 def shape_scale(shape_type, size):
   """A length of the shape for tolerances: the sum of its size entries (a box's side
   lengths, a cylinder's r + h, ...), a hull's diameter bound (twice its radius)."""
   if ShapeType(shape_type) == ShapeType.MESH:
-    return 2.0 * _hull_radius(size)
+    return 2.0 * bounding_radius(shape_type, size)
   return jnp.sum(size[:3])
 
 
@@ -100,11 +95,13 @@ def smoothed_support_value(shape_type, size, v, eps):
     norm2 = jnp.dot(v, v)
     return size[0] * jnp.sqrt(norm2) + 0.5 * size[1] * jnp.sqrt(v[2] * v[2] + eps * eps * norm2)
   if t == ShapeType.MESH:
-    projections = jnp.where(size.vertices[:, 3] > 0, size.vertices[:, :3] @ v, -jnp.inf)
+    # Padding rows repeat a vertex: the max needs no mask, and the sum leaves them out by
+    # weight 0 (a -inf mask would make the derivatives of -inf / tau(v) NaN).
+    projections = size.vertices[:, :3] @ v
     if isinstance(eps, float) and eps == 0.0:
       return jnp.max(projections)
-    tau = eps * _hull_radius(size) * jnp.sqrt(jnp.dot(v, v))
-    return tau * jax.nn.logsumexp(projections / tau)
+    tau = eps * bounding_radius(t, size) * jnp.sqrt(jnp.dot(v, v))
+    return tau * jax.nn.logsumexp(projections / tau, b=size.vertices[:, 3])
   if t == ShapeType.BOX:
     return jnp.sum(0.5 * size[:3] * _soft_abs(v, eps))
   radial = jnp.sqrt(v[0] * v[0] + v[1] * v[1] + eps * eps)
@@ -200,7 +197,8 @@ def _fibonacci(count, dtype):
   return jnp.stack([jnp.cos(theta) * jnp.sin(phi), jnp.sin(theta) * jnp.sin(phi), jnp.cos(phi)], 1)
 
 
-def _tangent_basis(n):
+def tangent_basis(n):
+  """Two unit vectors completing the unit n (3,) to an orthonormal frame."""
   ex = jnp.array([1.0, 0.0, 0.0], n.dtype)
   ey = jnp.array([0.0, 1.0, 0.0], n.dtype)
   t1 = safe.normalize(jnp.cross(n, jnp.where(jnp.abs(n[0]) < 0.6, ex, ey)))
@@ -242,7 +240,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
 
   def step(k, n):
     eps = EPS_START * EPS_RATIO ** jnp.minimum(k // STEPS_PER_LEVEL, levels - 1).astype(dtype)
-    t1, t2 = _tangent_basis(n)
+    t1, t2 = tangent_basis(n)
     phi = lambda u: overlap(n + u[0] * t1 + u[1] * t2, eps)
     # Derivatives of phi(u) = F(n + U u) / |n + U u| at u = 0 for the homogeneous smoothed
     # overlap F: U^T grad F and U^T hess F U - F I.

@@ -141,4 +141,6 @@ def bounding_radius(shape_type, size):
     return jnp.maximum(0.75 * size[1], jnp.sqrt(size[0] ** 2 + (0.25 * size[1]) ** 2))
   if t == ShapeType.HALFSPACE:
     return jnp.asarray(jnp.inf, dtype=size.dtype)
+  if t == ShapeType.MESH:   # `size` is a Hull; padding repeats a vertex
+    return jnp.sqrt(jnp.max(jnp.sum(size.vertices[:, :3] ** 2, axis=-1)))
   raise ValueError(t)

@@ -8,7 +8,7 @@ that keeps the mesh's extents along x, y and z exactly; its planes are those of 
 the kept vertices.
 
 Host-side NumPy and trimesh (any format trimesh reads: STL, OBJ, DAE with pycollada, ...);
-results in the mesh frame, scaled.
+results in the mesh frame, in metres (a declared unit applied), scaled.
 """
 
 import dataclasses
@@ -84,15 +84,36 @@ def _unique_planes(equations):
   return equations[np.sort(first)]
 
 
-@functools.lru_cache(maxsize=256)
-def _file_hull(path, scale):
+def read_mesh(path):
+  """(vertices (V, 3), faces (F, 3)) of a mesh file in metres: any format trimesh reads, as
+  one mesh (several geometries concatenated); a unit the file declares (COLLADA's <unit>,
+  e.g. inches) is applied, as Assimp and ROS apply it.
+
+  Raises:
+    ValueError naming the file: unreadable, or a unit that cannot be converted."""
   import trimesh
 
   try:
     mesh = trimesh.load(path, force="mesh", process=False)
   except Exception as error:  # noqa: BLE001 (trimesh raises many types for bad files)
-    raise ValueError(f"cannot read collision mesh file '{path}': {error}") from None
+    raise ValueError(f"cannot read mesh file '{path}': {error}") from None
   vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), np.float64)
+  faces = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), np.int64)
+  units = getattr(mesh, "units", None)
+  if units:
+    try:
+      vertices = vertices * trimesh.units.unit_conversion(units, "meters")
+    except ValueError as error:
+      raise ValueError(f"mesh file '{path}' declares the unit {units!r}: {error}") from None
+  return vertices, faces
+
+
+@functools.lru_cache(maxsize=256)
+def _file_hull(path, scale, modified):
+  """The hull of a file (`modified`: its modification time, so an edited file is read
+  again)."""
+  del modified
+  vertices, _ = read_mesh(path)
   if vertices.size == 0:
     raise ValueError(f"collision mesh file '{path}' holds no vertices")
   try:
@@ -102,14 +123,16 @@ def _file_hull(path, scale):
 
 
 def load_hull(path, scale=(1.0, 1.0, 1.0)) -> ConvexHull:
-  """The convex hull of a mesh file, scaled per axis (cached per file and scale).
+  """The convex hull of a mesh file, scaled per axis (cached per file, its modification
+  time and the scale).
 
   Raises:
     ValueError naming the file: missing, unreadable, empty, or flat."""
   if not os.path.isfile(path):
     raise ValueError(f"collision mesh file '{path}' not found")
   scale = tuple(float(s) for s in np.broadcast_to(np.asarray(scale, float), (3,)))
-  return _file_hull(os.path.abspath(path), scale)
+  path = os.path.abspath(path)
+  return _file_hull(path, scale, os.path.getmtime(path))
 
 
 def hull_tables(hulls, dtype=np.float64):

@@ -59,9 +59,9 @@ friction, joint frictionloss / solref / solimp / margin / actuator force ranges,
 joint's damping, armature, stiffness and frictionloss, ball joint ranges) produce one warning
 listing what was ignored; unsupported geoms (hfield, sdf,
 a primitive fitted to a mesh) and joint types raise an error naming the element and its line.
-Mesh geoms collide as the convex hull of their vertices, as in MuJoCo (with the ground only,
-so far: loading warns, naming them); ellipsoid geoms give their exact mass properties but do
-not collide yet (loading warns, naming them)."""
+Mesh geoms collide as the convex hull of their vertices, as in MuJoCo (not with the model's
+own bodies: loading warns, naming them); ellipsoid geoms give their exact mass properties but
+do not collide yet (loading warns, naming them)."""
 
 import dataclasses
 import math
@@ -72,7 +72,7 @@ from typing import Optional
 import numpy as np
 from lxml import etree
 
-from raisim_jax.io import mesh_inertia
+from raisim_jax.io import collision_mesh, mesh_inertia
 from raisim_jax.io.articulated_description import (Geometry, Inertial, JointSpec, LinkSpec,
                                                    axis_angle_matrix)
 from raisim_jax.types import (JOINT_DIMS, JOINT_FIXED, JOINT_PRISMATIC, JOINT_REVOLUTE,
@@ -293,10 +293,9 @@ class _Reader:
       if not os.path.isfile(path):
         raise self.error(element, f"mesh file '{values['file']}' not found (looked for {path})")
       try:
-        mesh = trimesh.load(path, force="mesh", process=False)
-      except Exception as error:  # noqa: BLE001 (trimesh raises many types for bad files)
-        raise self.error(element, f"cannot read mesh file {path}: {error}") from None
-      vertices, faces = np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces)
+        vertices, faces = collision_mesh.read_mesh(path)
+      except ValueError as error:
+        raise self.error(element, str(error)) from None
     elif "vertex" in values:
       path = ""
       vertices = self.numbers(element, values, "vertex").reshape(-1, 3)

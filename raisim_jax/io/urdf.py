@@ -153,8 +153,9 @@ def _geometry(ctx, el, what, base_dir, res_path):
 def _resolve_mesh(filename, base_dir, res_path):
   """package://pkg/rel, file://abs or relative, as a path: the first that exists of res_path
   joined with pkg/rel and with rel (RaiSim's resource directory), then, walking up from the
-  URDF's directory, each ancestor joined with rel and with pkg/rel (a package's root above
-  its URDF, as ROS finds it). The first candidate when none exists."""
+  URDF's directory, each ancestor joined with pkg/rel and with rel (a package's root above
+  its URDF, as ROS finds it; the package-qualified path first, so another package's file of
+  the same name is not taken). The first candidate when none exists."""
   name = filename
   if name.startswith("file://"):
     return name[len("file://"):]
@@ -165,7 +166,7 @@ def _resolve_mesh(filename, base_dir, res_path):
         else []
     directory = os.path.abspath(base_dir) if base_dir else ""
     while directory:
-      candidates += [os.path.join(directory, inside), os.path.join(directory, rest)]
+      candidates += [os.path.join(directory, rest), os.path.join(directory, inside)]
       parent = os.path.dirname(directory)
       directory = parent if parent != directory else ""
     for c in candidates:

@@ -1,4 +1,4 @@
-"""Collision meshes as convex hulls on the ground.
+"""Collision meshes as convex hulls, on the ground and against every other shape.
 
 Oracles: scipy's Delaunay containment for the hulls; the BOX primitive (whose ground pair is
 tested against brute force in test_narrowphase.py) for a box-shaped mesh, contact by contact
@@ -34,9 +34,14 @@ def _rotation(rng):
                    [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
+# A 64-vertex hull beside the one under test pads its table rows, as a model with several
+# meshes does (padding rows repeat a vertex with weight 0, planes that always hold).
+_WIDE = collision_mesh.convex_hull(trimesh.creation.icosphere(subdivisions=3).vertices)
+
+
 def _hull_rows(hull):
-  """The shapes.Hull of one hull (its rows of the hull tables)."""
-  vertices, planes = collision_mesh.hull_tables([hull])
+  """The shapes.Hull of one hull: its rows of hull tables padded to 64 vertices."""
+  vertices, planes = collision_mesh.hull_tables([hull, _WIDE])
   return Hull(jnp.asarray(vertices[0]), jnp.asarray(planes[0]))
 
 
@@ -230,7 +235,7 @@ def _block_worlds(tmp_path):
     world.setTimeStep(0.002)
     world.addGround()
     with warnings.catch_warnings():
-      warnings.simplefilter("ignore")   # the mesh's "ground only" warning
+      warnings.simplefilter("ignore")
       robot = world.addArticulatedSystem(BLOCK.replace("GEOMETRY", geometry))
     robot.setGeneralizedCoordinate([0.0, 0.0, 0.25, 0.9, 0.3, 0.25, 0.1])
     robot.setGeneralizedVelocity([0.4, 0.0, 0.0, 1.0, -2.0, 3.0])
@@ -475,3 +480,66 @@ def test_meshes_of_one_system_do_not_collide_with_each_other_and_the_load_says_s
   for _ in range(5):
     world.integrate()
   assert len(other.getContacts()) >= 1
+
+
+def test_mesh_pair_gradients_are_finite_with_padded_tables_and_move_with_the_normal():
+  """A box against a box mesh whose table rows are padded (a wider hull beside it), at 20
+  random penetrating poses, float64: d(deepest depth)/d(position of A) is -normal (moving A
+  along the normal separates them), finite everywhere. (A -inf mask of the padding rows in the
+  smoothed support made these derivatives NaN.)"""
+  size = jnp.array([0.3, 0.2, 0.1, 0.0])
+  rows = _hull_rows(collision_mesh.convex_hull(
+      np.array(list(itertools.product((-0.15, 0.15), (-0.1, 0.1), (-0.05, 0.05))))))
+  assert rows.vertices.shape[0] == collision_mesh.MAX_HULL_VERTICES
+
+  def deepest(p_a, R_a, R_b):
+    cp = narrowphase.collide(ShapeType.BOX, ShapeType.MESH, size, R_a, p_a, rows, R_b,
+                             jnp.zeros(3), margin=0.0)
+    return jnp.max(jnp.where(cp.valid, cp.depth, -1.0)), cp
+  grad = jax.jit(jax.grad(lambda p, Ra, Rb: deepest(p, Ra, Rb)[0]))
+  rng = np.random.default_rng(8)
+  checked = 0
+  for _ in range(40):
+    R_a, R_b = jnp.asarray(_rotation(rng)), jnp.asarray(_rotation(rng))
+    p_a = jnp.asarray(rng.normal(size=3) * 0.1)
+    depth, cp = deepest(p_a, R_a, R_b)
+    if depth <= 1e-6:
+      continue
+    g = np.asarray(grad(p_a, R_a, R_b))
+    normal = np.asarray(cp.normal[int(jnp.argmax(jnp.where(cp.valid, cp.depth, -1.0)))])
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, -normal, atol=1e-9)
+    checked += 1
+  assert checked >= 10
+
+
+def test_a_float32_mesh_box_lying_on_a_mesh_box_gets_its_face_corners():
+  """Float32: a small box mesh lying face down on a large one (random world poses) reports
+  the small face's 4 corners and the main point (5), as float64 does: a corner carried onto
+  the large face is on its plane only to float32 rounding, which the face test allows."""
+  small = _hull_rows(collision_mesh.convex_hull(
+      np.array(list(itertools.product((-0.1, 0.1), (-0.1, 0.1), (-0.05, 0.05))))))
+  large = _hull_rows(collision_mesh.convex_hull(
+      np.array(list(itertools.product((-0.5, 0.5), (-0.5, 0.5), (-0.1, 0.1))))))
+  small, large = (jax.tree.map(lambda x: x.astype(jnp.float32), h) for h in (small, large))
+  collide = jax.jit(lambda R, p_a, p_b: narrowphase.collide(
+      ShapeType.MESH, ShapeType.MESH, small, R, p_a, large, R, p_b, margin=0.0))
+  rng = np.random.default_rng(9)
+  for _ in range(6):
+    R = _rotation(rng).astype(np.float32)
+    p_b = rng.normal(size=3).astype(np.float32)
+    p_a = (p_b + R @ np.array([0.1, -0.05, 0.149])).astype(np.float32)   # 1 mm deep
+    cp = collide(R, p_a, p_b)
+    assert int(np.sum(cp.valid)) == 5
+    np.testing.assert_allclose(np.asarray(cp.depth)[np.asarray(cp.valid)], 1e-3, atol=2e-5)
+
+
+def test_a_collada_unit_is_applied():
+  """pybullet_data's racecar cone.dae declares inches (<unit meter="0.0254">): its hull is
+  0.15 m tall, not 5.9 m, as Assimp (RaiSim) and ROS read it."""
+  import pybullet_data
+  hull = collision_mesh.load_hull(os.path.join(pybullet_data.getDataPath(), "racecar", "meshes",
+                                               "cone.dae"))
+  extents = hull.vertices.max(axis=0) - hull.vertices.min(axis=0)
+  np.testing.assert_allclose(extents, np.array([5.90551186, 5.90551186, 6.69291306]) * 0.0254,
+                             rtol=1e-6)

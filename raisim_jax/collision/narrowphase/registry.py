@@ -53,8 +53,8 @@ def _key(type_a, type_b):
 
 
 def has_pair(type_a, type_b):
-  """Whether a narrowphase is registered for the pair (any order); pairs without one (a
-  mesh and a shape other than the ground) are left out of the candidate pairs."""
+  """Whether a narrowphase is registered for the pair (any order; every pair of shape types
+  but two half-spaces has one). Candidate pairs without one are left out."""
   ta, tb = ShapeType(int(type_a)), ShapeType(int(type_b))
   return (ta, tb) in PAIRS or (tb, ta) in PAIRS
 
