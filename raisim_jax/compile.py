@@ -255,8 +255,10 @@ class Capacity:
 
 
 _PLACEHOLDER_SHAPE = CollisionShape(ObjectType.SPHERE, np.full(4, 0.1))
-_PLACEHOLDER_HULL = collision_mesh.convex_hull(np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0],
-                                                         [0, 0, 0.1]]))   # a padding MESH row
+_PLACEHOLDER_HULL = collision_mesh.ConvexHull(   # a padding MESH row: a corner tetrahedron
+    vertices=np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]),
+    planes=np.array([[-1.0, 0, 0, 0], [0, -1.0, 0, 0], [0, 0, -1.0, 0],
+                     [*np.full(3, 3 ** -0.5), -0.1 * 3 ** -0.5]]))
 
 
 def placeholder_body():

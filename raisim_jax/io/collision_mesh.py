@@ -109,10 +109,10 @@ def read_mesh(path):
 
 
 @functools.lru_cache(maxsize=256)
-def _file_hull(path, scale, modified):
-  """The hull of a file (`modified`: its modification time, so an edited file is read
-  again)."""
-  del modified
+def _file_hull(path, scale, version):
+  """The hull of a file (`version`: its modification time and size, so an edited file is
+  read again)."""
+  del version
   vertices, _ = read_mesh(path)
   if vertices.size == 0:
     raise ValueError(f"collision mesh file '{path}' holds no vertices")
@@ -124,7 +124,7 @@ def _file_hull(path, scale, modified):
 
 def load_hull(path, scale=(1.0, 1.0, 1.0)) -> ConvexHull:
   """The convex hull of a mesh file, scaled per axis (cached per file, its modification
-  time and the scale).
+  time and size, and the scale).
 
   Raises:
     ValueError naming the file: missing, unreadable, empty, or flat."""
@@ -132,7 +132,8 @@ def load_hull(path, scale=(1.0, 1.0, 1.0)) -> ConvexHull:
     raise ValueError(f"collision mesh file '{path}' not found")
   scale = tuple(float(s) for s in np.broadcast_to(np.asarray(scale, float), (3,)))
   path = os.path.abspath(path)
-  return _file_hull(path, scale, os.path.getmtime(path))
+  status = os.stat(path)
+  return _file_hull(path, scale, (status.st_mtime_ns, status.st_size))
 
 
 def hull_tables(hulls, dtype=np.float64):

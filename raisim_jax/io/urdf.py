@@ -153,9 +153,10 @@ def _geometry(ctx, el, what, base_dir, res_path):
 def _resolve_mesh(filename, base_dir, res_path):
   """package://pkg/rel, file://abs or relative, as a path: the first that exists of res_path
   joined with pkg/rel and with rel (RaiSim's resource directory), then, walking up from the
-  URDF's directory, each ancestor joined with pkg/rel and with rel (a package's root above
-  its URDF, as ROS finds it; the package-qualified path first, so another package's file of
-  the same name is not taken). The first candidate when none exists."""
+  URDF's directory, every ancestor joined with pkg/rel, then every ancestor joined with rel
+  (a package's root above its URDF, as ROS finds it; the package-qualified paths first, so a
+  file of the same name in the URDF's own package does not shadow another package's). The
+  first candidate when none exists."""
   name = filename
   if name.startswith("file://"):
     return name[len("file://"):]
@@ -164,11 +165,14 @@ def _resolve_mesh(filename, base_dir, res_path):
     inside = rest.split("/", 1)[-1]
     candidates = [os.path.join(res_path, rest), os.path.join(res_path, inside)] if res_path \
         else []
+    ancestors = []
     directory = os.path.abspath(base_dir) if base_dir else ""
     while directory:
-      candidates += [os.path.join(directory, rest), os.path.join(directory, inside)]
+      ancestors.append(directory)
       parent = os.path.dirname(directory)
       directory = parent if parent != directory else ""
+    candidates += [os.path.join(a, rest) for a in ancestors]
+    candidates += [os.path.join(a, inside) for a in ancestors]
     for c in candidates:
       if os.path.exists(c):
         return c

@@ -536,10 +536,25 @@ def test_a_float32_mesh_box_lying_on_a_mesh_box_gets_its_face_corners():
 
 def test_a_collada_unit_is_applied():
   """pybullet_data's racecar cone.dae declares inches (<unit meter="0.0254">): its hull is
-  0.15 m tall, not 5.9 m, as Assimp (RaiSim) and ROS read it."""
+  0.15 m wide and 0.17 m tall, not 5.9 m and 6.7 m, as Assimp (RaiSim) and ROS read it."""
   import pybullet_data
   hull = collision_mesh.load_hull(os.path.join(pybullet_data.getDataPath(), "racecar", "meshes",
                                                "cone.dae"))
   extents = hull.vertices.max(axis=0) - hull.vertices.min(axis=0)
   np.testing.assert_allclose(extents, np.array([5.90551186, 5.90551186, 6.69291306]) * 0.0254,
                              rtol=1e-6)
+
+
+def test_package_paths_resolve_to_the_named_package_above_the_urdf(tmp_path):
+  """package://PKG/rel is looked up above the URDF's directory, the package-qualified path
+  at every ancestor first: a file of the same name in the URDF's own package does not
+  shadow the named package's."""
+  from raisim_jax.io.urdf import _resolve_mesh
+  for package in ("pkg_a", "pkg_b"):
+    (tmp_path / "src" / package / "meshes").mkdir(parents=True)
+    (tmp_path / "src" / package / "meshes" / "x.stl").write_text("")
+  (tmp_path / "src" / "pkg_a" / "urdf").mkdir()
+  urdf_dir = str(tmp_path / "src" / "pkg_a" / "urdf")
+  for package in ("pkg_a", "pkg_b"):
+    assert _resolve_mesh(f"package://{package}/meshes/x.stl", urdf_dir, "") == str(
+        tmp_path / "src" / package / "meshes" / "x.stl")
