@@ -385,8 +385,7 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
 
   candidate = [(a, b) for a, b in pairs.candidate_pairs(shape_type, [r[5] for r in rows],
                                                         excluded)
-               if narrowphase.has_pair(shape_type[a], shape_type[b])
-               and not internal_mesh_pair(a, b)]
+               if not internal_mesh_pair(a, b)]
   enabled = pairs.enabled_pairs(candidate, shape_body, excluded)
   groups = []
   for (type_a, type_b), members in pairs.group_pairs(candidate, shape_type).items():

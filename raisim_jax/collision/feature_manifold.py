@@ -161,11 +161,8 @@ def _contains(feature, q, tol):
   kind = feature["kind"]
   inside = jnp.where(kind == RECT, in_rect, jnp.where(kind == DISC, in_disc, on_segment))
   if "planes" in feature:   # a hull's face: on the face plane, inside every other plane
-    local = feature["R"].T @ (q - feature["p"])
-    planes = feature["planes"]
-    face_tol = jnp.maximum(tol, feature["tol"])
-    inside = jnp.where(kind == POLYGON,
-                       jnp.all(planes[:, :3] @ local + planes[:, 3] <= face_tol), inside)
+    residual = _hull_residual(feature["planes"], feature["R"], feature["p"], q)
+    inside = jnp.where(kind == POLYGON, residual <= jnp.maximum(tol, feature["tol"]), inside)
   return inside
 
 
@@ -178,10 +175,11 @@ def _carry(vertices, feature, n, direction):
   return t, vertices + direction * t[:, None] * n
 
 
-def _hull_residual(hull, R, p, x):
-  """max over a hull's planes of n . x + c at the world point x: 0 on its surface."""
+def _hull_residual(planes, R, p, x):
+  """max over a hull's `planes` (F, 4) of n . x + c at the world point x (the hull placed by
+  R, p): 0 on its surface, negative inside."""
   local = R.T @ (x - p)
-  return jnp.max(hull.planes[:, :3] @ local + hull.planes[:, 3])
+  return jnp.max(planes[:, :3] @ local + planes[:, 3])
 
 
 def _hull_witnesses(type_a, size_a, R_a, p_a, hull_b, R_b, p_b, normal, depth, x_a, x_b, scale):
@@ -197,12 +195,9 @@ def _hull_witnesses(type_a, size_a, R_a, p_a, hull_b, R_b, p_b, normal, depth, x
   tol = jnp.maximum(1e-9, 100 * jnp.finfo(dtype).eps) * scale
   carried_b = x_a + depth * normal
   carried_a = x_b - depth * normal
-  a_onto_b = jnp.abs(_hull_residual(hull_b, R_b, p_b, carried_b)) <= tol
+  a_onto_b = jnp.abs(_hull_residual(hull_b.planes, R_b, p_b, carried_b)) <= tol
   if ShapeType(type_a) == ShapeType.MESH:
-    b_onto_a = jnp.abs(_hull_residual(size_a, R_a, p_a, carried_a)) <= tol
-  else:
-    b_onto_a = jnp.ones((), bool)
-  if ShapeType(type_a) == ShapeType.MESH:
+    b_onto_a = jnp.abs(_hull_residual(size_a.planes, R_a, p_a, carried_a)) <= tol
     # Two hulls whose support sets are edges (or an edge and a vertex): the closest points of
     # the two support edges (their projections along n cross at the minimum overlap).
     # The smoothed normal of an edge-edge contact is off the edges' cross product by ~10x
@@ -212,6 +207,7 @@ def _hull_witnesses(type_a, size_a, R_a, p_a, hull_b, R_b, p_b, normal, depth, x
     edge_b = _support_edge(hull_b, R_b, p_b, normal, edge_tol)
     fallback_a, fallback_b = geometry.segment_segment(*edge_a, *edge_b)
   else:
+    b_onto_a = jnp.ones((), bool)
     fallback_a, fallback_b = x_a, x_b
   new_a = jnp.where(a_onto_b, x_a, jnp.where(b_onto_a, carried_a, fallback_a))
   new_b = jnp.where(a_onto_b, carried_b, jnp.where(b_onto_a, x_b, fallback_b))

@@ -52,8 +52,7 @@ from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
                                                             collide_cylinder_mesh,
                                                             collide_mesh_mesh,
                                                             collide_sphere_mesh)
-from raisim_jax.collision.narrowphase.registry import (PAIRS, PairEntry, collide, has_pair,
-                                                      num_points, register)
+from raisim_jax.collision.narrowphase.registry import PAIRS, PairEntry, collide, num_points, register
 from raisim_jax.collision.narrowphase.sphere import (collide_sphere_box, collide_sphere_capsule,
                                                      collide_sphere_cone, collide_sphere_cylinder,
                                                      collide_sphere_sphere)

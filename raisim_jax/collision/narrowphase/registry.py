@@ -52,13 +52,6 @@ def _key(type_a, type_b):
   raise ValueError(f"no narrowphase for {ta.name}-{tb.name}")
 
 
-def has_pair(type_a, type_b):
-  """Whether a narrowphase is registered for the pair (any order; every pair of shape types
-  but two half-spaces has one). Candidate pairs without one are left out."""
-  ta, tb = ShapeType(int(type_a)), ShapeType(int(type_b))
-  return (ta, tb) in PAIRS or (tb, ta) in PAIRS
-
-
 def num_points(type_a, type_b):
   """Static number K of contact slots `collide` returns for the pair (any order)."""
   return PAIRS[_key(type_a, type_b)[0]].points
