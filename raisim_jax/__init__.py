@@ -19,7 +19,9 @@ from raisim_jax.types import Control as Control
 from raisim_jax.types import ControlMode as ControlMode
 from raisim_jax.types import IntegrationScheme as IntegrationScheme
 from raisim_jax.types import Model as Model
+from raisim_jax.types import MeshCollisionMode as MeshCollisionMode
 from raisim_jax.types import ObjectType as ObjectType
+from raisim_jax.io.convex_decomposition import CoacdOptions as CoacdOptions
 from raisim_jax.types import State as State
 from raisim_jax.oo.objects import CompoundObjectChild as CompoundObjectChild
 from raisim_jax.oo.objects import Transformation as Transformation
@@ -34,6 +36,7 @@ __all__ = [
     "batching", "compile_world", "step", "integrate1", "integrate2", "rollout", "ROLLOUT_SAVED",
     "tree_replace",
     "Model", "State", "Control", "ArticulatedControl", "BodyType", "ObjectType",
+    "MeshCollisionMode", "CoacdOptions",
     "ControlMode", "IntegrationScheme",
     "World", "ParameterContainer", "DivergenceError", "COLLISION", "ArticulatedSystemOption", "SpringElement", "CompoundObjectChild", "Transformation",
 ]

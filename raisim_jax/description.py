@@ -39,6 +39,25 @@ class CollisionShape:
   hull: Optional[object] = None
 
 
+@dataclasses.dataclass(frozen=True)
+class MeshSource:
+  """Where a Mesh object's collision shapes came from (World.addMesh).
+
+  Attributes:
+    file: the mesh file's path as given.
+    scale: the uniform scale applied to it.
+    collision_mode: types.MeshCollisionMode (CONVEX_HULL or CONVEXIFY).
+    coacd_options: the io.convex_decomposition.CoacdOptions of a CONVEXIFY mesh, else None.
+    convex_parts: CoACD's parts [(vertices (V, 3), faces (F, 3))], mesh frame, scaled; empty
+      for CONVEX_HULL. Each part collides as one MESH shape (its convex hull).
+  """
+  file: str
+  scale: float
+  collision_mode: int
+  coacd_options: Optional[object] = None
+  convex_parts: tuple = ()
+
+
 @dataclasses.dataclass
 class SingleBodyDescription:
   """A single-body object: inertia, collision shapes, body type, collision filter and state.
@@ -64,6 +83,7 @@ class SingleBodyDescription:
   collision_group: int = 1
   collision_mask: int = ALL_GROUPS
   appearance: str = ""
+  mesh: Optional[MeshSource] = None   # a Mesh object's source (World.addMesh)
 
 
 @dataclasses.dataclass

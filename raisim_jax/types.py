@@ -39,6 +39,15 @@ class ObjectType(enum.IntEnum):
   ARTICULATED_SYSTEM = 9
 
 
+class MeshCollisionMode(enum.IntEnum):
+  """How `World.addMesh` collides a mesh (RaiSim's MeshCollisionMode): ORIGINAL_MESH the
+  non-convex triangle mesh (not simulated by raisim_jax: refused), CONVEX_HULL one convex
+  hull, CONVEXIFY a CoACD convex decomposition (the default)."""
+  ORIGINAL_MESH = 0
+  CONVEX_HULL = 1
+  CONVEXIFY = 2
+
+
 # ---- articulated systems ----------------------------------------------------------------------
 
 JOINT_FIXED = 0

@@ -61,7 +61,7 @@ _SHAPES = {"sphere": ("radius",), "box": ("x", "y", "z"), "cylinder": ("radius",
            "capsule": ("radius", "height"), "cone": ("radius", "height")}
 _REFUSED = {
     "wire": "wires (constraints between objects) are not simulated by raisim_jax",
-    "mesh": "mesh objects are not supported by raisim_jax's World yet",
+    "mesh": "<mesh> objects are not read from world files yet (World.addMesh adds them)",
     "heightmap": "height maps are not supported by raisim_jax's World yet",
 }
 _VISUAL_ONLY = {"camera", "visuals", "light", "background", "appearance"}

@@ -11,7 +11,7 @@ from raisim_jax import validation
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion as quat_math
-from raisim_jax.types import BodyType, ObjectType
+from raisim_jax.types import BodyType, MeshCollisionMode, ObjectType
 
 # The core's functions behind the getters as one XLA call each: run eagerly on host values
 # they cost ~0.4-0.6 ms of op-by-op dispatch per getter call.
@@ -366,6 +366,33 @@ class Compound(SingleBodyObject):
 
   def getObjList(self):
     return list(self._world._compound_children[id(self._description)])
+
+
+@in_world_precision
+class Mesh(SingleBodyObject):
+  """A rigid body colliding through the convex hulls of a mesh (World.addMesh): one hull
+  (CONVEX_HULL) or one per CoACD part (CONVEXIFY). Its position is its COM's."""
+
+  def getCoacdConvexParts(self):
+    """CoACD's convex parts [(vertices (V, 3), faces (F, 3))], mesh frame, scaled; empty
+    unless the mesh was added with MeshCollisionMode.CONVEXIFY."""
+    return [(read_only(v), np.array(f)) for v, f in self._description.mesh.convex_parts]
+
+  def getCollisionBodyCount(self) -> int:
+    """Number of convex collision bodies: the CoACD parts, or 1 for a convex hull."""
+    return len(self._description.shapes)
+
+  def getMeshFileName(self) -> str:
+    """The mesh file the object was made from (a raisim_jax extension)."""
+    return self._description.mesh.file
+
+  def getMeshScale(self) -> float:
+    """The scale applied to the mesh file (a raisim_jax extension)."""
+    return float(self._description.mesh.scale)
+
+  def getCollisionMode(self):
+    """The MeshCollisionMode the mesh collides with (a raisim_jax extension)."""
+    return MeshCollisionMode(self._description.mesh.collision_mode)
 
 
 class CompoundObjectChild:

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax import validation
-from raisim_jax.oo import compilation_cache, objects, precision, stored_steps, world_file
+from raisim_jax.oo import (compilation_cache, mesh_objects, objects, precision, stored_steps,
+                           world_file)
 from raisim_jax.oo.stored_steps import StoredStep
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.oo.articulated_collision import SIMULATED_SHAPES, collision_geometries
@@ -136,7 +137,7 @@ _VIEW_CLASS = {
     ObjectType.SPHERE: objects.Sphere, ObjectType.BOX: objects.Box,
     ObjectType.CYLINDER: objects.Cylinder, ObjectType.CONE: objects.Cone,
     ObjectType.CAPSULE: objects.Capsule, ObjectType.HALFSPACE: objects.Ground,
-    ObjectType.COMPOUND: objects.Compound,
+    ObjectType.COMPOUND: objects.Compound, ObjectType.MESH: objects.Mesh,
 }
 
 _BODY_MODEL_FIELD = {"mass": "mass", "inertia": "inertia_body",
@@ -534,7 +535,7 @@ class World:
 
   # ---- adding objects -------------------------------------------------------------------
   def _add_body(self, object_type, size, mass, inertia, material, group, mask, body_type,
-                shapes=None, com=None, position=None):
+                shapes=None, com=None, position=None, mesh=None):
     description = SingleBodyDescription(
         name="", object_type=object_type, size=np.asarray(size, np.float64),
         mass=float(mass), inertia=np.asarray(inertia, np.float64),
@@ -544,6 +545,7 @@ class World:
         body_type=body_type,
         collision_group=_collision_bits(group, "collisionGroup"),
         collision_mask=_collision_bits(mask, "collisionMask"),
+        mesh=mesh,
     )
     if position is not None:
       description.position = position
@@ -641,6 +643,50 @@ class World:
                           com=com)
     self._compound_children[id(view._description)] = list(children)
     return view
+
+  def addMesh(self, meshFileInObjFormat, *args, **kwargs):
+    """Adds a dynamic rigid body that collides through the convex hulls of a mesh file (any
+    format trimesh reads: OBJ, STL, DAE, ...); RaiSim's overloads:
+
+      addMesh(file, mass, scale=1, material="", collisionGroup=1, collisionMask=-1)
+      addMesh(file, mass, scale, material, collisionMode, collisionGroup=1,
+              collisionMask=-1, coacdOptions=CoacdOptions())
+      addMesh(file, mass, scale, material, coacdOptions, collisionGroup=1, collisionMask=-1)
+      addMesh(file, mass, inertia, COM, scale=1, material="", ...)   # the same three tails
+      addMesh(meshToClone, material="", collisionGroup=1, collisionMask=-1)
+
+    collisionMode (MeshCollisionMode): CONVEXIFY (default) collides through CoACD's convex
+    parts, cached beside the file (io/convex_decomposition.py); CONVEX_HULL through one
+    convex hull. Each hull keeps at most 64 vertices (io/collision_mesh.py). ORIGINAL_MESH,
+    and RaiSim's fallback to it where CoACD fails, are refused: raisim_jax does not collide
+    non-convex triangle meshes. Without `inertia` and `COM` the body is a uniform box filling
+    the scaled mesh's axis-aligned bounding box (its centre the COM). `inertia` (3, 3) is
+    about the COM, mesh frame; `COM` (3,) in the mesh frame. The body's position is its
+    COM's. material "" is the default material. A clone shares the source's shapes, mass and
+    inertia (not its state).
+
+    Raises:
+      ValueError naming the argument or the file (missing, unreadable, flat, not
+      decomposable); TypeError for arguments of no overload."""
+    if isinstance(meshFileInObjFormat, objects.Mesh):
+      return self._clone_mesh(meshFileInObjFormat, *args, **kwargs)
+    arguments = mesh_objects.parse_arguments(meshFileInObjFormat, args, kwargs)
+    body = mesh_objects.mesh_body(arguments)
+    return self._add_body(ObjectType.MESH, [0, 0, 0, 0], body.mass, body.inertia, "default",
+                          arguments.collision_group, arguments.collision_mask,
+                          BodyType.DYNAMIC, shapes=body.shapes, com=body.com,
+                          mesh=body.source)
+
+  def _clone_mesh(self, meshToClone, material="", collisionGroup=1, collisionMask=-1):
+    if not isinstance(material, str):
+      raise ValueError(f"addMesh: argument 'material' must be a string, got {material!r}")
+    source = meshToClone._description
+    shapes = [dataclasses.replace(shape, material=material or "default",
+                                  collision_group=None, collision_mask=None)
+              for shape in source.shapes]
+    return self._add_body(ObjectType.MESH, [0, 0, 0, 0], source.mass, source.inertia.copy(),
+                          "default", collisionGroup, collisionMask, BodyType.DYNAMIC,
+                          shapes=shapes, com=source.com.copy(), mesh=source.mesh)
 
   def addArticulatedSystem(self, filePathOrURDFScript, *args, **kwargs):
     """Adds an articulated system; RaiSim's three overloads, told apart by the second argument:

@@ -229,6 +229,8 @@ def _export_single(world, objects, view, name):
     common["appearance"] = d.appearance
   _refuse(d.linear_damping != 0 or np.any(np.asarray(d.angular_damping) != 0),
           f"the damping of '{name}'")
+  _refuse(d.object_type == ObjectType.MESH,
+          f"the mesh object '{name}' (raisim_jax reads no <mesh> element)")
   if d.object_type == ObjectType.HALFSPACE:
     _sub(objects, "ground", height=[float(view.getPosition()[2])],
          material=d.shapes[0].material, collision_mask=str(int(d.collision_mask)), **common)
