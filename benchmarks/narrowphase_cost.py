@@ -2,7 +2,8 @@
 
     python benchmarks/narrowphase_cost.py [--batch 1024] [--dtype float32] [--pairs box-cylinder ...]
 
-Random near-touching poses (tests/collision/oracle.py's generator needs scipy; numpy only here).
+Random near-touching poses (tests/collision/oracle.py's generator needs scipy; numpy only here);
+mesh shapes are random 64-vertex hulls.
 """
 
 import argparse
@@ -13,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from raisim_jax.collision import narrowphase as nph
-from raisim_jax.collision.shapes import ShapeType
+from raisim_jax.collision.shapes import Hull, ShapeType
+from raisim_jax.io import collision_mesh
 
 NAMES = {t.name.lower(): t for t in ShapeType}
 
@@ -28,7 +30,22 @@ def _random_rotations(rng, n):
       np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], 1)
 
 
+def _hulls(rng, n, vertices=64):
+  """A Hull of n rows: 8 distinct random hulls (64 points on ellipsoids with semi-axes
+  0.2-0.5 m, kept whole by io/collision_mesh.py) tiled, as a CoACD part or a robot link."""
+  clouds = []
+  for _ in range(8):
+    points = rng.normal(size=(vertices, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    clouds.append(collision_mesh.convex_hull(points * rng.uniform(0.2, 0.5, 3)))
+  table_vertices, table_planes = collision_mesh.hull_tables(clouds)
+  rows = np.arange(n) % 8
+  return Hull(table_vertices[rows], table_planes[rows])
+
+
 def _sizes(t, rng, n):
+  if t == ShapeType.MESH:
+    return _hulls(rng, n)
   if t == ShapeType.BOX:
     return np.concatenate([rng.uniform(0.3, 1.0, (n, 3)), np.zeros((n, 1))], 1)
   if t == ShapeType.HALFSPACE:
@@ -43,7 +60,7 @@ def measure(ta, tb, batch, dtype, repeats=20):
           _sizes(tb, rng, batch), _random_rotations(rng, batch), np.zeros((batch, 3))]
   if tb == ShapeType.HALFSPACE:
     args[4] = np.broadcast_to(np.eye(3), (batch, 3, 3))
-  args = [jnp.asarray(a, dtype) for a in args]
+  args = [jax.tree.map(lambda x: jnp.asarray(x, dtype), a) for a in args]
   fn = jax.jit(jax.vmap(lambda *a: nph.collide(ta, tb, *a)))
   t0 = time.perf_counter()
   jax.block_until_ready(fn(*args))
@@ -61,7 +78,8 @@ def main():
   parser.add_argument("--dtype", default="float32")
   parser.add_argument("--pairs", nargs="*", default=[
       "sphere-sphere", "box-box", "box-halfspace", "box-capsule", "box-cylinder", "box-cone",
-      "cylinder-cylinder", "cylinder-cone", "cone-cone"])
+      "cylinder-cylinder", "cylinder-cone", "cone-cone", "mesh-halfspace", "sphere-mesh",
+      "box-mesh", "mesh-mesh"])
   args = parser.parse_args()
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
