@@ -54,6 +54,7 @@ COARSE_LEVELS = 2   # levels every start follows
 REFINED_STARTS = 2  # starts that go on to the fine levels
 FINAL_STEPS = 8
 _LINE_SEARCH = tuple(0.25 ** k for k in range(0, 13)) + (0.0,)
+_COARSE_LINE_SEARCH = tuple(0.25 ** k for k in range(0, 6)) + (0.0,)
 
 
 def final_eps(dtype):
@@ -264,7 +265,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   _, best = jax.lax.top_k(-values, NEWTON_STARTS)
   starts = starts[best]
 
-  def step(k, n):
+  def step(k, n, fractions=_LINE_SEARCH):
     eps = EPS_START * EPS_RATIO ** jnp.minimum(k // STEPS_PER_LEVEL, levels - 1).astype(dtype)
     t1, t2 = tangent_basis(n)
     phi = lambda u: overlap(n + u[0] * t1 + u[1] * t2, eps)
@@ -287,7 +288,7 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
     det_s = a * c - b * b
     du = -jnp.stack([c * g[0] - b * g[1], a * g[1] - b * g[0]]) / det_s
     du = du * jnp.minimum(1.0, 0.3 / jnp.maximum(jnp.sqrt(jnp.sum(du * du)), 1e-30))
-    fractions = jnp.asarray(_LINE_SEARCH, dtype)
+    fractions = jnp.asarray(fractions, dtype)
     trials = jax.vmap(lambda s: phi(s * du))(fractions)
     # The largest step within round-off of the best: near the minimum the stiff (kink)
     # directions need steps whose decrease is below f's resolution.
@@ -298,7 +299,8 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   # Every start follows the coarse levels; the best few (by exact f) go on to the fine ones.
   coarse_steps = min(COARSE_LEVELS, levels) * STEPS_PER_LEVEL
   total_steps = levels * STEPS_PER_LEVEL + FINAL_STEPS
-  coarse = jax.vmap(lambda n: jax.lax.fori_loop(0, coarse_steps, step, n))(
+  coarse_step = lambda k, n: step(k, n, _COARSE_LINE_SEARCH)
+  coarse = jax.vmap(lambda n: jax.lax.fori_loop(0, coarse_steps, coarse_step, n))(
       jax.lax.stop_gradient(starts))
   _, best = jax.lax.top_k(-jax.vmap(lambda n: overlap(n, 0.0))(coarse), REFINED_STARTS)
   finals = jax.vmap(lambda n: jax.lax.fori_loop(coarse_steps, total_steps, step, n))(coarse[best])
