@@ -297,3 +297,23 @@ def test_a_mesh_world_steps_batched_in_the_pure_api_as_in_the_oo_world(l_obj):
   np.testing.assert_allclose(positions[0], mesh.getPosition(), atol=1e-6)
   np.testing.assert_allclose(positions[:, 2], 0.25, atol=3e-3)
   assert np.all(np.isfinite(np.asarray(states.bodies.quaternion)))
+
+
+def test_export_mesh_assets_writes_each_mesh_scaled_in_object_order(l_obj, tmp_path):
+  """exportMeshAssetsToObj: one OBJ per Mesh object in object order (other objects skipped);
+  read back by trimesh, each holds the source file's triangles times the object's scale."""
+  cube = shutil.copy(os.path.join(pybullet_data.getDataPath(), "cube.obj"), tmp_path)
+  world = rj.World()
+  world.addSphere(0.1, 1.0)
+  world.addMesh(l_obj, 1.0, 0.5, "", rj.MeshCollisionMode.CONVEX_HULL)
+  world.addBox(1, 1, 1, 1.0)
+  world.addMesh(cube, 1.0, 2.0, "", rj.MeshCollisionMode.CONVEX_HULL)
+  paths = world.exportMeshAssetsToObj(str(tmp_path / "assets"), "part")
+  assert [os.path.basename(p) for p in paths] == ["part_0.obj", "part_1.obj"]
+  for path, (source, scale) in zip(paths, ((l_obj, 0.5), (cube, 2.0))):
+    original = trimesh.load(source, force="mesh", process=False)
+    written = trimesh.load(path, force="mesh", process=False)
+    np.testing.assert_allclose(written.vertices, original.vertices * scale, rtol=1e-12)
+    np.testing.assert_array_equal(written.faces, original.faces)
+  with pytest.raises(ValueError, match="'prefix'"):
+    world.exportMeshAssetsToObj(str(tmp_path), "")

@@ -163,3 +163,21 @@ def _hull(points, path, what):
     return collision_mesh.convex_hull(points)
   except ValueError as error:
     raise ValueError(f"addMesh: mesh file '{path}'{what}: {error}") from None
+
+
+def write_obj(source: MeshSource, path):
+  """Writes the mesh of `source` (its file's triangles, scaled, mesh frame) as OBJ `path`.
+
+  Raises:
+    ValueError naming the mesh file where it can no longer be read."""
+  if not os.path.isfile(source.file):
+    raise ValueError(f"exportMeshAssetsToObj: mesh file '{source.file}' no longer exists")
+  try:
+    vertices, faces = collision_mesh.read_mesh(source.file)
+  except ValueError as error:
+    raise ValueError(f"exportMeshAssetsToObj: {error}") from None
+  lines = [f"# {os.path.basename(source.file)} scaled by {source.scale!r}"]
+  lines += [f"v {x!r} {y!r} {z!r}" for x, y, z in (vertices * source.scale).tolist()]
+  lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in faces.tolist()]
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")

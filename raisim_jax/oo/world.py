@@ -294,6 +294,23 @@ class World:
     self._ensure_compiled()
     world_file.export(self, path)
 
+  def exportMeshAssetsToObj(self, directory, prefix="mesh"):
+    """Writes every Mesh object's mesh as an OBJ file `<directory>/<prefix>_<k>.obj` (k counts
+    the meshes in the world's object order, which the returned paths follow): its triangles
+    in the mesh frame, in metres, with the object's scale applied (one mesh, no materials).
+    Creates `directory` if needed. Raises ValueError naming a mesh whose file is gone."""
+    if not isinstance(prefix, str) or not prefix or os.sep in prefix:
+      raise ValueError(f"argument 'prefix' must be a non-empty file-name prefix, got {prefix!r}")
+    os.makedirs(str(directory), exist_ok=True)
+    paths = []
+    for view in self._objects:
+      if view.getObjectType() != ObjectType.MESH:
+        continue
+      path = os.path.join(str(directory), f"{prefix}_{len(paths)}.obj")
+      mesh_objects.write_obj(view._description.mesh, path)
+      paths.append(path)
+    return paths
+
   def getConfigFile(self) -> str:
     """The world file this world was built from ("" for a world built in code)."""
     return self._config_file
