@@ -207,6 +207,17 @@ def _feature_axes(shape_type, size, R):
   return R[:, 2][None]
 
 
+def _face_normals(type_a, axes_a, type_b, axes_b):
+  """Contact normals (from B to A) of a face of either shape: (k, 3). A hull's face normal
+  counts with one sign (a face of B: its outward normal; of A: the opposite), halving the
+  starts and snap candidates of a hull of F faces; other shapes' axes with both (a box's
+  faces and a cylinder's caps come in opposite pairs)."""
+  rows = []
+  for axes, shape_type, sign in ((axes_a, type_a, -1.0), (axes_b, type_b, 1.0)):
+    rows += [sign * axes] if ShapeType(shape_type) == ShapeType.MESH else [axes, -axes]
+  return jnp.concatenate(rows)
+
+
 def _edge_axes(shape_type, feature_axes):
   """World directions of the shape's straight edges and kink circles' poles, whose pairwise
   cross products are edge-edge normals: its `feature_axes`, but none for a hull (its edges
@@ -256,8 +267,13 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
   edges_a, edges_b = _edge_axes(type_a, axes_a), _edge_axes(type_b, axes_b)
   crosses = jnp.cross(edges_a[:, None, :], edges_b[None, :, :]).reshape(-1, 3)
   centre = (p_a - p_b)[None]
-  base = jnp.concatenate([axes_a, axes_b, crosses, centre])
-  starts = jnp.concatenate([base, -base, _fibonacci(FIBONACCI_STARTS, dtype)])
+  if ShapeType.MESH in (ShapeType(type_a), ShapeType(type_b)):
+    base = jnp.concatenate([crosses, centre])
+    starts = jnp.concatenate([_face_normals(type_a, axes_a, type_b, axes_b), base, -base,
+                              _fibonacci(FIBONACCI_STARTS, dtype)])
+  else:
+    base = jnp.concatenate([axes_a, axes_b, crosses, centre])
+    starts = jnp.concatenate([base, -base, _fibonacci(FIBONACCI_STARTS, dtype)])
   norms = jnp.sqrt(jnp.sum(starts * starts, axis=1))
   starts = safe.normalize(starts)
   values = jax.vmap(lambda n: overlap(n, 0.0))(starts)
@@ -348,7 +364,10 @@ def _snap_to_kinks(exact_overlap, n, overlap_at_n, type_a, size_a, R_a, type_b, 
   edges = (axes if ShapeType.MESH not in (ShapeType(type_a), ShapeType(type_b))
            else jnp.concatenate([_edge_axes(type_a, axes_a), _edge_axes(type_b, axes_b)]))
   projected = n[None] - jnp.einsum("kj,j->k", edges, n)[:, None] * edges
-  candidates = [axes, -axes, projected, crosses, -crosses]
+  if ShapeType.MESH in (ShapeType(type_a), ShapeType(type_b)):
+    candidates = [_face_normals(type_a, axes_a, type_b, axes_b), projected, crosses, -crosses]
+  else:
+    candidates = [axes, -axes, projected, crosses, -crosses]
   if ShapeType(type_a) == ShapeType.CONE:
     candidates.append(-_cone_side_normal(size_a, R_a[:, 2], -n)[None])
   if ShapeType(type_b) == ShapeType.CONE:
