@@ -3,7 +3,7 @@ step under vmap (float32, solver in its batched mode), and MuJoCo C on the same 
 same run (`mujoco.rollout`, one thread per core), with the ratio. Batches above 1 are split
 over one XLA host device per core (`host_devices.py`; `--devices N` to change).
 
-Run: `python benchmarks/legged.py [--robot quadruped|a1] [--batches 1,256,1024] [--devices N]
+Run: `python benchmarks/legged.py [--robot quadruped|a1|solo12] [--batches 1,256,1024] [--devices N]
 [--json F]`
 (MuJoCo needs the `bench` extra: `pip install -e ".[bench]"`; without it that column is
 skipped). Not a test: numbers depend on the machine; compare ratios taken in one run.
@@ -73,10 +73,20 @@ def mujoco_setup(robot_name):
   path, _, leg, height, kp, kd = scenarios.ROBOTS[robot_name]
   text = open(path).read()
   text = re.sub(r"(<capsule[^>]*?)\bheight=", r"\1length=", text)
+  # package://<package>/... mesh paths as absolute paths beside the package's root, where
+  # MuJoCo keeps them (it would look for the bare file name in meshdir).
+  share = os.path.dirname(path.split("/robots/")[0]) if "/robots/" in path else ""
+  text = re.sub(r'filename="package://([^"]+)"',
+                lambda m: f'filename="{os.path.join(share, m.group(1))}"', text)
   spec = mujoco.MjSpec.from_string(text)
   spec.meshdir = os.path.dirname(path)
   spec.option.timestep = 1e-3
   spec.worldbody.first_body().add_freejoint()
+  # As in raisim_jax, a robot's meshes do not collide with its own bodies (their hulls
+  # overlap at the joints: solo12's base and upper legs by 4 mm, which pushed its hips apart).
+  for geom in spec.geoms:
+    if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+      geom.conaffinity = 0
   spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1])
   hinges = [j.name for b in spec.bodies for j in b.joints
             if j.type == mujoco.mjtJoint.mjJNT_HINGE]
@@ -86,7 +96,7 @@ def mujoco_setup(robot_name):
                       biasprm=[0, -kp, -kd] + [0] * 7)
   model = spec.compile()
   data = mujoco.MjData(model)
-  nominal = np.asarray(list(leg) * 4)
+  nominal = scenarios.leg_angles(leg)
   data.qpos[:] = np.r_[0, 0, height, 1, 0, 0, 0, nominal]
   data.ctrl[:] = nominal
   for _ in range(1000):

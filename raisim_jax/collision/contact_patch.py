@@ -4,12 +4,14 @@ deepest vertices, which on a flat foot are four arbitrary ones, possibly all on 
 
 import jax.numpy as jnp
 
+from raisim_jax.math import reduce
+
 
 def _take(score, depth, free):
   """(index, flag) of the free vertex of largest positive `score`, else of the deepest free
   vertex (flag: whether that vertex is free at all)."""
-  best = jnp.argmax(jnp.where(free, score, -jnp.inf))
-  deepest = jnp.argmax(jnp.where(free, depth, -jnp.inf))
+  best = reduce.argmax(jnp.where(free, score, -jnp.inf))
+  deepest = reduce.argmax(jnp.where(free, depth, -jnp.inf))
   pick = jnp.where(free[best] & (score[best] > 0), best, deepest)
   return pick, free[pick]
 
@@ -23,7 +25,7 @@ def patch_corners(xy, depth, real, valid):
   is the deepest vertex not yet picked instead, so a pose with at most four vertices within
   the margin reports them all. xy (V, 2): positions in the plane."""
   n = depth.shape[0]
-  first = jnp.argmax(jnp.where(real, depth, -jnp.inf))
+  first = reduce.argmax(jnp.where(real, depth, -jnp.inf))
   ids = jnp.arange(n)
 
   def distance2(i):
@@ -38,7 +40,7 @@ def patch_corners(xy, depth, real, valid):
   a, a_ok = _take(distance2(first), depth, free)
   free = free & (ids != a)
   far_from_a = distance2(a)
-  b_is_first = jnp.argmax(jnp.where(valid, far_from_a, -jnp.inf)) == first
+  b_is_first = reduce.argmax(jnp.where(valid, far_from_a, -jnp.inf)) == first
   # Branch 1, the deepest is an end of the near-diameter: both sides of the line (first, a).
   across = side(first, a)
   c1, c1_ok = _take(jnp.abs(across), depth, free)

@@ -43,7 +43,11 @@ import jax
 import jax.numpy as jnp
 
 from raisim_jax.collision.shapes import ShapeType, bounding_radius
-from raisim_jax.math import safe
+from raisim_jax.math import dense, safe
+
+# The Newton step's tiny products, under vmap over starts and worlds, as elementwise
+# multiplies and adds (XLA:CPU's dot kernel per 3 x 3 product costs more than the product).
+_mv, _mm = dense.unrolled_matvec, dense.unrolled_matmul
 
 STEPS_PER_LEVEL = 6
 EPS_START = 1e-2
@@ -98,7 +102,7 @@ def smoothed_support_value(shape_type, size, v, eps):
   if t == ShapeType.MESH:
     # Padding rows repeat a vertex: the max needs no mask, and the sum leaves them out by
     # weight 0 (a -inf mask would make the derivatives of -inf / tau(v) NaN).
-    projections = size.vertices[:, :3] @ v
+    projections = dense.unrolled_matvec(size.vertices[:, :3], v)
     if isinstance(eps, float) and eps == 0.0:
       return jnp.max(projections)
     tau = eps * bounding_radius(t, size) * jnp.sqrt(jnp.dot(v, v))
@@ -181,7 +185,7 @@ def _hull_support_derivatives(hull, v, eps):
   norm = jnp.sqrt(jnp.dot(v, v))
   c = eps * bounding_radius(ShapeType.MESH, hull)
   tau = c * norm
-  scaled = points @ v / tau
+  scaled = dense.unrolled_matvec(points, v) / tau
   log_sum = jax.nn.logsumexp(scaled, b=weight)
   w = weight * jnp.exp(scaled - log_sum)
   mean = w @ points
@@ -257,8 +261,8 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
 
   def overlap(n, eps):
     n = safe.normalize(n)
-    h_b = jnp.dot(n, p_b) + smoothed_support_value(type_b, size_b, R_b.T @ n, eps)
-    h_a = -jnp.dot(n, p_a) + smoothed_support_value(type_a, size_a, -(R_a.T @ n), eps)
+    h_b = jnp.dot(n, p_b) + smoothed_support_value(type_b, size_b, _mv(R_b.T, n), eps)
+    h_a = -jnp.dot(n, p_a) + smoothed_support_value(type_a, size_a, -_mv(R_a.T, n), eps)
     return h_a + h_b
 
   # Starting normals: feature axes of both shapes and their cross products (face and
@@ -287,14 +291,14 @@ def minimum_overlap(type_a, size_a, R_a, p_a, type_b, size_b, R_b, p_b):
     phi = lambda u: overlap(n + u[0] * t1 + u[1] * t2, eps)
     # Derivatives of phi(u) = F(n + U u) / |n + U u| at u = 0 for the homogeneous smoothed
     # overlap F: U^T grad F and U^T hess F U - F I.
-    h_b, g_b, hess_b = smoothed_support_derivatives(type_b, size_b, R_b.T @ n, eps)
-    h_a, g_a, hess_a = smoothed_support_derivatives(type_a, size_a, -(R_a.T @ n), eps)
+    h_b, g_b, hess_b = smoothed_support_derivatives(type_b, size_b, _mv(R_b.T, n), eps)
+    h_a, g_a, hess_a = smoothed_support_derivatives(type_a, size_a, -_mv(R_a.T, n), eps)
     value = jnp.dot(n, p_b - p_a) + h_b + h_a
-    grad3 = (p_b - p_a) + R_b @ g_b - R_a @ g_a
-    hess3 = R_b @ hess_b @ R_b.T + R_a @ hess_a @ R_a.T
+    grad3 = (p_b - p_a) + _mv(R_b, g_b) - _mv(R_a, g_a)
+    hess3 = _mm(_mm(R_b, hess_b), R_b.T) + _mm(_mm(R_a, hess_a), R_a.T)
     frame = jnp.stack([t1, t2])
-    g = frame @ grad3
-    hess = frame @ hess3 @ frame.T - value * jnp.eye(2, dtype=dtype)
+    g = _mv(frame, grad3)
+    hess = _mm(_mm(frame, hess3), frame.T) - value * jnp.eye(2, dtype=dtype)
     # Levenberg shift: positive definite with the smallest eigenvalue >= tiny * trace.
     half_tr = 0.5 * (hess[0, 0] + hess[1, 1])
     det = hess[0, 0] * hess[1, 1] - hess[0, 1] * hess[1, 0]

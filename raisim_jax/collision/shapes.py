@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from raisim_jax.math import safe
+from raisim_jax.math import dense, safe
 
 HALFSPACE_EXTENT = 1.0e6  # finite "infinite" x/y extent of the ground's AABB
 
@@ -105,7 +105,7 @@ def aabb(shape_type, size, R, p):
     hi = jnp.stack([big, big, size[0]])
     return lo, hi
   if t == ShapeType.MESH:   # `size` is a Hull; padding repeats a vertex
-    world = p + size.vertices[:, :3] @ R.T
+    world = p + dense.unrolled_matmul(size.vertices[:, :3], R.T)   # a batched dot is slow
     return jnp.min(world, axis=0), jnp.max(world, axis=0)
   if t == ShapeType.SPHERE:
     e = jnp.full((3,), size[0])

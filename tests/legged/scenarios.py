@@ -27,6 +27,31 @@ except ImportError:
   pass
 
 
+def _example_robot_data(relative):
+  """Absolute path of example-robot-data's robots/`relative` (the dev extra), or None."""
+  import importlib.metadata
+  try:
+    files = importlib.metadata.files("example-robot-data") or []
+  except importlib.metadata.PackageNotFoundError:
+    return None
+  paths = [str(f.locate()) for f in files if str(f).endswith("/robots/" + relative)]
+  return paths[0] if paths else None
+
+
+# solo12 (example-robot-data) collides only through STL meshes: it stands on the convex
+# hulls of its feet. Its hind knees bend the other way (per-leg nominal angles).
+if _example_robot_data("solo_description/robots/solo12.urdf"):
+  ROBOTS["solo12"] = (_example_robot_data("solo_description/robots/solo12.urdf"),
+                      ("FL_ANKLE", "FR_ANKLE", "HL_ANKLE", "HR_ANKLE"),
+                      (0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6),
+                      0.26, 6.0, 0.2)
+
+
+def leg_angles(leg):
+  """(12,) nominal joint angles: `leg` given per leg (12) or for all four (3)."""
+  return np.asarray(list(leg) if len(leg) == 12 else list(leg) * 4, np.float64)
+
+
 def standing_world(name, dtype, dt=1e-3):
   """(world, robot, nominal gc, foot frame indices): the robot above the ground, PD on its
   12 joints towards the nominal stance."""
@@ -35,7 +60,7 @@ def standing_world(name, dtype, dt=1e-3):
   world.setTimeStep(dt)
   world.addGround()
   robot = world.addArticulatedSystem(path)
-  nominal = np.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0] + list(leg) * 4)
+  nominal = np.r_[0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0, leg_angles(leg)]
   robot.setGeneralizedCoordinate(nominal)
   robot.setControlMode(rj.ControlMode.PD_PLUS_FEEDFORWARD_TORQUE)
   robot.setPdGains(np.r_[np.zeros(6), np.full(12, kp)], np.r_[np.zeros(6), np.full(12, kd)])

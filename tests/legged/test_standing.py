@@ -1,6 +1,7 @@
 """A quadruped dropped on the ground under PD control stands (issue: articulated contacts and
-PD): a third-party URDF (pybullet_data's A1) and the project's own primitive quadruped, 10 s
-at dt = 1e-3 in float32 and float64."""
+PD): third-party URDFs (pybullet_data's A1; example-robot-data's solo12, which touches the
+ground only through the convex hulls of its STL meshes) and the project's own primitive
+quadruped, 10 s at dt = 1e-3 in float32 and float64."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +11,7 @@ from tests.legged import scenarios
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64], ids=["float32", "float64"])
-@pytest.mark.parametrize("name", ["a1", "quadruped"])
+@pytest.mark.parametrize("name", ["a1", "quadruped", "solo12"])
 def test_quadruped_stands_for_10_seconds(name, dtype):
   world, robot, nominal, feet = scenarios.standing_world(name, dtype)
   base, foot, depth, final = scenarios.simulate(world, feet, 10_000)

@@ -10,7 +10,7 @@ from raisim_jax.collision.narrowphase.contact_points import ez, one
 from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.math import safe
+from raisim_jax.math import dense, safe
 
 S, B, CY, CO, CA, ME, H = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
                            ShapeType.CAPSULE, ShapeType.MESH, ShapeType.HALFSPACE)
@@ -112,7 +112,7 @@ def collide_mesh_halfspace(hull_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   margin, chosen to span the contact patch (the deepest first), not the 4 deepest: a flat
   foot's many coplanar vertices would otherwise give 4 points on one side of it."""
   e_z = ez(p_a.dtype)
-  world = p_a + hull_a.vertices[:, :3] @ R_a.T
+  world = p_a + dense.unrolled_matmul(hull_a.vertices[:, :3], R_a.T)
   depth = size_b[0] - world[:, 2]
   real = hull_a.vertices[:, 3] > 0
   index, flags = contact_patch.patch_corners(world[:, :2], depth, real, real & (depth >= -margin))
