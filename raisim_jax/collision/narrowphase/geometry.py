@@ -9,12 +9,14 @@ import jax.numpy as jnp
 
 from raisim_jax.collision.narrowphase.contact_points import ez
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.math import safe
+from raisim_jax.math import dense, safe
+
+_mv = dense.unrolled_matvec   # XLA:CPU's dot per 3 x 3 product under vmap costs more
 
 
 def point_box(c, size, R, p):
   h = 0.5 * size[:3]
-  x = R.T @ (c - p)
+  x = _mv(R.T, c - p)
   q = jnp.clip(x, -h, h)
   delta = x - q
   dist = safe.norm(delta)
@@ -27,7 +29,7 @@ def point_box(c, size, R, p):
   n_local = jnp.where(outside, safe.normalize(delta), inner_n)
   q_local = jnp.where(outside, q, inner_q)
   sd = jnp.where(outside, dist, -face_gap[k])
-  return p + R @ q_local, R @ n_local, sd
+  return p + _mv(R, q_local), _mv(R, n_local), sd
 
 
 def point_segment(c, a, b):
@@ -46,7 +48,7 @@ def _closest_2d_segment(x, a, b):
 
 def point_cylinder(c, size, R, p):
   r, hh = size[0], 0.5 * size[1]
-  x = R.T @ (c - p)
+  x = _mv(R.T, c - p)
   radial = safe.normalize(x.at[2].set(0.0), fallback=jnp.array([1.0, 0.0, 0.0], x.dtype))
   rho = safe.norm(x[:2])
   z = x[2]
@@ -68,12 +70,12 @@ def point_cylinder(c, size, R, p):
   e_z = ez(c.dtype)
   q_local = q2[0] * radial + q2[1] * e_z
   n_local = n2[0] * radial + n2[1] * e_z
-  return p + R @ q_local, R @ n_local, sd
+  return p + _mv(R, q_local), _mv(R, n_local), sd
 
 
 def point_cone(c, size, R, p):
   r, h = size[0], size[1]
-  x = R.T @ (c - p)
+  x = _mv(R.T, c - p)
   radial = safe.normalize(x.at[2].set(0.0), fallback=jnp.array([1.0, 0.0, 0.0], x.dtype))
   pt = jnp.stack([safe.norm(x[:2]), x[2]])
   base0 = jnp.stack([jnp.zeros_like(r), -0.25 * h])
@@ -91,7 +93,7 @@ def point_cone(c, size, R, p):
   n2 = jnp.where(inside, n2_in, safe.normalize(pt - q2, fallback=n2_in))
   sd = jnp.where(inside, -dist, dist)
   e_z = ez(c.dtype)
-  return (p + R @ (q2[0] * radial + q2[1] * e_z), R @ (n2[0] * radial + n2[1] * e_z), sd)
+  return (p + _mv(R, q2[0] * radial + q2[1] * e_z), _mv(R, n2[0] * radial + n2[1] * e_z), sd)
 
 
 #: ShapeType -> point_<shape>, for the solids a sphere or a capsule axis point is tested against.

@@ -27,7 +27,7 @@ def collide_sphere_halfspace(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
 def _box_vertices(size, R, p):
   signs = jnp.array([[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0)
                      for sz in (-1.0, 1.0)], dtype=p.dtype)
-  return p + (signs * (0.5 * size[:3])) @ R.T
+  return p + dense.unrolled_matmul(signs * (0.5 * size[:3]), R.T)
 
 
 def _rim_points(center, axis, radius, toward):
