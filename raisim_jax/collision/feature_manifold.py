@@ -18,7 +18,7 @@ of A and a point of B exactly on the surfaces, with x_B - x_A = depth n (depth <
 
 import jax.numpy as jnp
 
-from raisim_jax.collision import contact_patch, overlap
+from raisim_jax.collision import contact_patch, overlap, shapes
 from raisim_jax.collision.narrowphase import geometry
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
@@ -217,7 +217,7 @@ def _hull_witnesses(type_a, size_a, R_a, p_a, hull_b, R_b, p_b, normal, depth, x
 def _support_edge(hull, R, p, direction, tol):
   """The hull's two vertices farthest along the world `direction` as a segment (world), the
   second replaced by the first unless it is within `tol` of the support plane too."""
-  world = p + hull.vertices[:, :3] @ R.T
+  world = shapes.hull_world_vertices(hull, R, p)
   height = jnp.where(hull.vertices[:, 3] > 0, world @ direction, -jnp.inf)
   order = jnp.argsort(-height)
   first, second = world[order[0]], world[order[1]]

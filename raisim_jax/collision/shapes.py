@@ -50,6 +50,13 @@ class Hull(NamedTuple):
   planes: jax.Array
 
 
+def hull_world_vertices(hull, R, p):
+  """(V, 3) world positions of a Hull's vertex rows (padding rows repeat a real vertex) for
+  the hull placed by R (3, 3), p (3,). Written as unrolled products: under vmap XLA:CPU runs
+  a (V, 3) @ (3, 3) dot per world (1.3 us for 64 rows, against 0.04 us)."""
+  return p + dense.unrolled_matmul(hull.vertices[:, :3], R.T)
+
+
 def hull_rows(shape_type):
   """(ns,) int32 row of each MESH shape in the hull tables (the MESH shapes in shape order),
   -1 for the other shapes: static, from the static type tuple."""
@@ -105,7 +112,7 @@ def aabb(shape_type, size, R, p):
     hi = jnp.stack([big, big, size[0]])
     return lo, hi
   if t == ShapeType.MESH:   # `size` is a Hull; padding repeats a vertex
-    world = p + dense.unrolled_matmul(size.vertices[:, :3], R.T)   # a batched dot is slow
+    world = hull_world_vertices(size, R, p)
     return jnp.min(world, axis=0), jnp.max(world, axis=0)
   if t == ShapeType.SPHERE:
     e = jnp.full((3,), size[0])

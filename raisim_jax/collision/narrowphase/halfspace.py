@@ -4,7 +4,7 @@ points of the shape below the plane."""
 import jax
 import jax.numpy as jnp
 
-from raisim_jax.collision import contact_patch
+from raisim_jax.collision import contact_patch, shapes
 from raisim_jax.collision.narrowphase import geometry
 from raisim_jax.collision.narrowphase.contact_points import ez, one
 from raisim_jax.types import ContactPoints
@@ -112,7 +112,7 @@ def collide_mesh_halfspace(hull_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   margin, chosen to span the contact patch (the deepest first), not the 4 deepest: a flat
   foot's many coplanar vertices would otherwise give 4 points on one side of it."""
   e_z = ez(p_a.dtype)
-  world = p_a + dense.unrolled_matmul(hull_a.vertices[:, :3], R_a.T)
+  world = shapes.hull_world_vertices(hull_a, R_a, p_a)
   depth = size_b[0] - world[:, 2]
   real = hull_a.vertices[:, 3] > 0
   index, flags = contact_patch.patch_corners(world[:, :2], depth, real, real & (depth >= -margin))
