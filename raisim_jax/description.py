@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from raisim_jax.types import BodyType, ObjectType
+from raisim_jax.types import BodyType, MeshCollisionMode, ObjectType
 
 ALL_GROUPS = (1 << 64) - 1       # RaiSim's CollisionGroup(-1): collides with every group
 STATIC_GROUP = 1 << 63           # RaiSim puts static objects (ground, heightmaps) in group 63
@@ -53,7 +53,7 @@ class MeshSource:
   """
   file: str
   scale: float
-  collision_mode: int
+  collision_mode: MeshCollisionMode
   coacd_options: Optional[object] = None
   convex_parts: tuple = ()
 

@@ -108,6 +108,54 @@ def read_mesh(path):
   return vertices, faces
 
 
+def write_obj_parts(path, parts, group_prefix=None, comment=""):
+  """Writes `parts` [(vertices (V, 3), faces (F, 3) indexing the part's own vertices)] as one
+  OBJ file: with `group_prefix`, one group `<group_prefix><k>` per part; numbers in full
+  precision (repr: a float64 read back is the same float64); `comment` as a first `#` line.
+  Written to a temporary file and renamed, so a reader never sees a half-written file."""
+  lines, base = ([f"# {comment}"] if comment else []), 1
+  for k, (vertices, faces) in enumerate(parts):
+    if group_prefix is not None:
+      lines.append(f"g {group_prefix}{k}")
+    lines += [f"v {x!r} {y!r} {z!r}" for x, y, z in np.asarray(vertices, np.float64).tolist()]
+    lines += [f"f {a + base} {b + base} {c + base}"
+              for a, b, c in np.asarray(faces, np.int64).tolist()]
+    base += len(vertices)
+  temporary = f"{path}.{os.getpid()}.tmp"
+  with open(temporary, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+  os.replace(temporary, path)
+
+
+def read_obj_parts(path):
+  """The parts of an OBJ file written by `write_obj_parts` with groups: [(vertices (V, 3),
+  faces (F, 3))], one per group, faces indexing each part's own vertices. Raises ValueError
+  naming the file and line of a malformed line."""
+  parts, vertices, faces, base = [], [], [], 1
+  group_base = 1
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, 1):
+      fields = line.split()
+      if not fields:
+        continue
+      try:
+        if fields[0] == "g":
+          if vertices:
+            parts.append((vertices, faces))
+          vertices, faces, group_base = [], [], base
+        elif fields[0] == "v":
+          vertices.append([float(v) for v in fields[1:4]])
+          base += 1
+        elif fields[0] == "f":
+          faces.append([int(v.split("/")[0]) - group_base for v in fields[1:4]])
+      except ValueError:
+        raise ValueError(f"{path}, line {number}: malformed OBJ line {line.strip()!r}") from None
+  if vertices:
+    parts.append((vertices, faces))
+  return [(np.asarray(v, np.float64).reshape(-1, 3), np.asarray(t, np.int64).reshape(-1, 3))
+          for v, t in parts]
+
+
 @functools.lru_cache(maxsize=256)
 def _file_hull(path, scale, version):
   """The hull of a file (`version`: its modification time and size, so an edited file is

@@ -124,55 +124,11 @@ def cache_path(path, scale: float, options: CoacdOptions) -> str:
                       f"{CACHE_PREFIX}{stem}_{fields}.obj")
 
 
-def write_parts(path, parts):
-  """Writes `parts` [(vertices (V, 3), faces (F, 3))] as an OBJ file, one group per part,
-  numbers in full precision (repr: a float64 read back is the same float64)."""
-  lines, base = [], 1
-  for k, (vertices, faces) in enumerate(parts):
-    lines.append(f"g {PART_GROUP}{k}")
-    lines += [f"v {x!r} {y!r} {z!r}" for x, y, z in np.asarray(vertices, np.float64).tolist()]
-    lines += [f"f {a + base} {b + base} {c + base}"
-              for a, b, c in np.asarray(faces, np.int64).tolist()]
-    base += len(vertices)
-  temporary = f"{path}.{os.getpid()}.tmp"
-  with open(temporary, "w", encoding="utf-8") as f:
-    f.write("\n".join(lines) + "\n")
-  os.replace(temporary, path)   # a reader never sees a half-written cache
-
-
-def read_parts(path):
-  """The parts of an OBJ file written by `write_parts`: [(vertices (V, 3), faces (F, 3))],
-  faces indexing each part's own vertices. Raises ValueError naming the file and line of a
-  malformed line."""
-  parts, vertices, faces, base = [], [], [], 1
-  group_base = 1
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, 1):
-      fields = line.split()
-      if not fields:
-        continue
-      try:
-        if fields[0] == "g":
-          if vertices:
-            parts.append((vertices, faces))
-          vertices, faces, group_base = [], [], base
-        elif fields[0] == "v":
-          vertices.append([float(v) for v in fields[1:4]])
-          base += 1
-        elif fields[0] == "f":
-          faces.append([int(v.split("/")[0]) - group_base for v in fields[1:4]])
-      except ValueError:
-        raise ValueError(f"{path}, line {number}: malformed OBJ line {line.strip()!r}") from None
-  if vertices:
-    parts.append((vertices, faces))
-  return [(np.asarray(v, np.float64).reshape(-1, 3), np.asarray(t, np.int64).reshape(-1, 3))
-          for v, t in parts]
-
-
-def decompose(path, scale: float, options: CoacdOptions):
+def decompose(path, scale: float, options: CoacdOptions, mesh=None):
   """The convex parts [(vertices (V, 3), faces (F, 3))] of the mesh file `path` scaled by
   `scale`, mesh frame, metres: read from the cache file when it is newer than `path`, else
-  computed by CoACD and cached.
+  computed by CoACD and cached. `mesh`: the file's (vertices, faces) where the caller has
+  read it already (collision_mesh.read_mesh), so a cache miss does not read it again.
 
   Raises:
     ValueError naming the file: missing, unreadable, empty, or CoACD produced no part.
@@ -182,10 +138,10 @@ def decompose(path, scale: float, options: CoacdOptions):
   options = options.validated()
   cache = cache_path(path, scale, options)
   if os.path.isfile(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
-    parts = read_parts(cache)
+    parts = collision_mesh.read_obj_parts(cache)
     if parts:
       return parts
-  vertices, faces = collision_mesh.read_mesh(path)
+  vertices, faces = collision_mesh.read_mesh(path) if mesh is None else mesh
   if vertices.size == 0 or faces.size == 0:
     raise ValueError(f"mesh file '{path}' holds no triangles")
   import coacd
@@ -202,7 +158,7 @@ def decompose(path, scale: float, options: CoacdOptions):
     raise ValueError(f"CoACD could not decompose mesh file '{path}': it produced no convex "
                      f"part")
   try:
-    write_parts(cache, parts)
+    collision_mesh.write_obj_parts(cache, parts, group_prefix=PART_GROUP)
   except OSError:
     pass   # a read-only directory: the parts are still right, only not cached
   return parts

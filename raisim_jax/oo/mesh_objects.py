@@ -88,17 +88,22 @@ def parse_arguments(file, args, kwargs) -> MeshArguments:
   if not isinstance(file, (str, os.PathLike)):
     raise TypeError(f"addMesh: the first argument must be a mesh file path or a Mesh to "
                     f"clone, got {type(file).__name__}")
-  material = values.get("material", "")
-  if not isinstance(material, str):
-    raise ValueError(f"addMesh: argument 'material' must be a string, got {material!r}")
   return MeshArguments(
       file=os.fspath(file), mass=validation.positive(values["mass"], "mass"),
       inertia=validation.inertia(values["inertia"], "inertia") if explicit else None,
       com=validation.vector(values["COM"], 3, "COM") if explicit else None,
       scale=validation.positive(values.get("scale", 1.0), "scale"),
-      material=material or "default", collision_mode=mode,
+      material=material_name(values.get("material", "")), collision_mode=mode,
       collision_group=values.get("collisionGroup", 1),
       collision_mask=values.get("collisionMask", -1), coacd_options=options)
+
+
+def material_name(material) -> str:
+  """addMesh's `material` as a material name: "" is the default material. Raises ValueError
+  for a non-string."""
+  if not isinstance(material, str):
+    raise ValueError(f"addMesh: argument 'material' must be a string, got {material!r}")
+  return material or "default"
 
 
 @dataclasses.dataclass
@@ -123,10 +128,10 @@ def mesh_body(arguments: MeshArguments) -> MeshBody:
   if not os.path.isfile(path):
     raise ValueError(f"addMesh: mesh file '{path}' not found")
   try:
-    vertices, _ = collision_mesh.read_mesh(path)
+    mesh = collision_mesh.read_mesh(path)
   except ValueError as error:
     raise ValueError(f"addMesh: {error}") from None
-  vertices = vertices * scale
+  vertices = mesh[0] * scale
   if vertices.shape[0] < 4:
     raise ValueError(f"addMesh: mesh file '{path}' holds {vertices.shape[0]} vertices; a "
                      f"collision mesh needs at least 4")
@@ -135,7 +140,7 @@ def mesh_body(arguments: MeshArguments) -> MeshBody:
     hulls = [_hull(vertices, path, "")]
   else:
     try:
-      parts = tuple(convex_decomposition.decompose(path, scale, arguments.coacd_options))
+      parts = tuple(convex_decomposition.decompose(path, scale, arguments.coacd_options, mesh))
     except ValueError as error:
       raise ValueError(f"addMesh: {error}; RaiSim would fall back to collision with the "
                        f"original triangle mesh, which raisim_jax does not simulate: pass "
@@ -150,7 +155,7 @@ def mesh_body(arguments: MeshArguments) -> MeshBody:
   shapes = [CollisionShape(ObjectType.MESH, np.zeros(4), material=arguments.material, hull=h)
             for h in hulls]
   source = MeshSource(
-      file=path, scale=scale, collision_mode=int(arguments.collision_mode),
+      file=path, scale=scale, collision_mode=arguments.collision_mode,
       coacd_options=(arguments.coacd_options
                      if arguments.collision_mode == MeshCollisionMode.CONVEXIFY else None),
       convex_parts=parts)
@@ -165,7 +170,7 @@ def _hull(points, path, what):
     raise ValueError(f"addMesh: mesh file '{path}'{what}: {error}") from None
 
 
-def write_obj(source: MeshSource, path):
+def export_obj(source: MeshSource, path):
   """Writes the mesh of `source` (its file's triangles, scaled, mesh frame) as OBJ `path`.
 
   Raises:
@@ -176,8 +181,6 @@ def write_obj(source: MeshSource, path):
     vertices, faces = collision_mesh.read_mesh(source.file)
   except ValueError as error:
     raise ValueError(f"exportMeshAssetsToObj: {error}") from None
-  lines = [f"# {os.path.basename(source.file)} scaled by {source.scale!r}"]
-  lines += [f"v {x!r} {y!r} {z!r}" for x, y, z in (vertices * source.scale).tolist()]
-  lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in faces.tolist()]
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("\n".join(lines) + "\n")
+  collision_mesh.write_obj_parts(
+      path, [(vertices * source.scale, faces)],
+      comment=f"{os.path.basename(source.file)} scaled by {source.scale!r}")

@@ -11,7 +11,7 @@ from raisim_jax import validation
 from raisim_jax.oo.precision import in_world_precision
 from raisim_jax.dynamics import single_body
 from raisim_jax.math import quaternion as quat_math
-from raisim_jax.types import BodyType, MeshCollisionMode, ObjectType
+from raisim_jax.types import BodyType, ObjectType
 
 # The core's functions behind the getters as one XLA call each: run eagerly on host values
 # they cost ~0.4-0.6 ms of op-by-op dispatch per getter call.
@@ -392,7 +392,7 @@ class Mesh(SingleBodyObject):
 
   def getCollisionMode(self):
     """The MeshCollisionMode the mesh collides with (a raisim_jax extension)."""
-    return MeshCollisionMode(self._description.mesh.collision_mode)
+    return self._description.mesh.collision_mode
 
 
 class CompoundObjectChild:

@@ -307,7 +307,7 @@ class World:
       if view.getObjectType() != ObjectType.MESH:
         continue
       path = os.path.join(str(directory), f"{prefix}_{len(paths)}.obj")
-      mesh_objects.write_obj(view._description.mesh, path)
+      mesh_objects.export_obj(view._description.mesh, path)
       paths.append(path)
     return paths
 
@@ -695,10 +695,9 @@ class World:
                           mesh=body.source)
 
   def _clone_mesh(self, meshToClone, material="", collisionGroup=1, collisionMask=-1):
-    if not isinstance(material, str):
-      raise ValueError(f"addMesh: argument 'material' must be a string, got {material!r}")
+    material = mesh_objects.material_name(material)
     source = meshToClone._description
-    shapes = [dataclasses.replace(shape, material=material or "default",
+    shapes = [dataclasses.replace(shape, material=material,
                                   collision_group=None, collision_mask=None)
               for shape in source.shapes]
     return self._add_body(ObjectType.MESH, [0, 0, 0, 0], source.mass, source.inertia.copy(),
