@@ -38,9 +38,9 @@ def _hulls(rng, n, vertices=64):
     points = rng.normal(size=(vertices, 3))
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     clouds.append(collision_mesh.convex_hull(points * rng.uniform(0.2, 0.5, 3)))
-  table_vertices, table_planes = collision_mesh.hull_tables(clouds)
+  table_vertices, table_planes, table_triangles = collision_mesh.hull_tables(clouds)
   rows = np.arange(n) % 8
-  return Hull(table_vertices[rows], table_planes[rows])
+  return Hull(table_vertices[rows], table_planes[rows], table_triangles[rows])
 
 
 def _sizes(t, rng, n):
@@ -60,7 +60,8 @@ def measure(ta, tb, batch, dtype, repeats=20):
           _sizes(tb, rng, batch), _random_rotations(rng, batch), np.zeros((batch, 3))]
   if tb == ShapeType.HALFSPACE:
     args[4] = np.broadcast_to(np.eye(3), (batch, 3, 3))
-  args = [jax.tree.map(lambda x: jnp.asarray(x, dtype), a) for a in args]
+  args = [jax.tree.map(lambda x: jnp.asarray(x, dtype if np.issubdtype(x.dtype, np.floating)
+                                            else x.dtype), a) for a in args]
   fn = jax.jit(jax.vmap(lambda *a: nph.collide(ta, tb, *a)))
   t0 = time.perf_counter()
   jax.block_until_ready(fn(*args))

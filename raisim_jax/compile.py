@@ -258,7 +258,8 @@ _PLACEHOLDER_SHAPE = CollisionShape(ObjectType.SPHERE, np.full(4, 0.1))
 _PLACEHOLDER_HULL = collision_mesh.ConvexHull(   # a padding MESH row: a corner tetrahedron
     vertices=np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]),
     planes=np.array([[-1.0, 0, 0, 0], [0, -1.0, 0, 0], [0, 0, -1.0, 0],
-                     [*np.full(3, 3 ** -0.5), -0.1 * 3 ** -0.5]]))
+                     [*np.full(3, 3 ** -0.5), -0.1 * 3 ** -0.5]]),
+    triangles=np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], np.int32))
 
 
 def placeholder_body():
@@ -357,7 +358,7 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
   def stack(values, shape, kind=np.float64):
     return np.asarray(values, kind).reshape((num_shapes,) + shape)
 
-  hull_vertices, hull_planes = collision_mesh.hull_tables(
+  hull_vertices, hull_planes, hull_triangles = collision_mesh.hull_tables(
       [r[2].hull for r in rows if r[1] == ShapeType.MESH])
   shape_model = ShapeModel(
       size=device_array(stack([r[2].size for r in rows], (4,)), dtype),
@@ -371,6 +372,7 @@ def collision_model(description, dtype, names, warn=True, capacity=Capacity()):
       body=device_array(np.asarray(shape_body, np.int32).reshape(num_shapes)),
       hull_vertices=device_array(hull_vertices, dtype),
       hull_planes=device_array(hull_planes, dtype),
+      hull_triangles=device_array(hull_triangles),
       shape_type=shape_type)
 
   excluded = excluded_body_pairs(description)

@@ -234,6 +234,8 @@ class ShapeModel:
       (a repeated vertex); (0, 1, 4) without meshes.
     hull_planes: (nh, F, 4) their face planes (n, c), solid where n . x + c <= 0; padding
       (0, 0, 0, -1).
+    hull_triangles: (nh, T, 3) int32 their boundary triangles (rows of `hull_vertices`);
+      padding (0, 0, 0); (0, 1, 3) without meshes.
     shape_type: static tuple of collision.shapes.ShapeType codes (single-body rows come in
       blocks of one type; articulated link rows follow in link order).
   """
@@ -246,6 +248,7 @@ class ShapeModel:
   body: jax.Array
   hull_vertices: jax.Array
   hull_planes: jax.Array
+  hull_triangles: jax.Array
   shape_type: tuple = static_field()
 
 

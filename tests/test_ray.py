@@ -112,11 +112,12 @@ def _random_size(shape_type, rng):
 
 def _geometry(shape_type, size):
   """What ray_shape takes: the size, or for a MESH a Hull of the planes `size` (its vertex
-  rows are not read)."""
+  and triangle rows are not read)."""
   if shape_type != ShapeType.MESH:
     return size
   size = jnp.asarray(size)
-  return Hull(jnp.zeros(size.shape[:-2] + (1, 4), size.dtype), size)
+  return Hull(jnp.zeros(size.shape[:-2] + (1, 4), size.dtype), size,
+              jnp.zeros(size.shape[:-2] + (1, 3), jnp.int32))
 
 
 _ray_shape_batch = {

@@ -141,6 +141,34 @@ def test_a_cube_mesh_lands_as_the_box_primitive(tmp_path):
   assert mesh.getPosition()[2] == pytest.approx(0.5, abs=2e-3)
 
 
+def test_a_ball_rolling_over_a_cube_mesh_moves_as_over_the_box_primitive(tmp_path):
+  """A ball (r 0.2) dropped with a sideways velocity onto pybullet_data's cube.obj (a
+  CONVEX_HULL mesh resting on the ground) moves as the same ball onto addBox(1, 1, 1): the
+  sphere-mesh pair is the hull's exact closest point, as sphere-box is the box's. Over its
+  landing, roll and fall off the edge the two balls agree to 1e-6 m."""
+  cube = shutil.copy(os.path.join(pybullet_data.getDataPath(), "cube.obj"), tmp_path)
+  world = rj.World()
+  world.setTimeStep(0.002)
+  world.addGround()
+  mesh = world.addMesh(cube, 50.0, 1.0, "", rj.MeshCollisionMode.CONVEX_HULL)
+  box = world.addBox(1.0, 1.0, 1.0, 50.0)
+  balls = []
+  for block, x in ((mesh, 0.0), (box, 3.0)):
+    block.setPosition(x, 0.0, 0.5)
+    ball = world.addSphere(0.2, 1.0)
+    ball.setPosition(x - 0.3, 0.1, 1.0)
+    ball.setVelocity([2.0, 0.4, 0.0], [0.0, 0.0, 0.0])
+    balls.append(ball)
+  heights = []
+  for _ in range(600):
+    world.integrate()
+    on_mesh, on_box = (b.getPosition() for b in balls)
+    np.testing.assert_allclose(on_mesh - [0, 0, 0], on_box - [3, 0, 0], atol=1e-6)
+    heights.append(on_mesh[2])
+  assert np.isclose(max(heights[50:250]), 1.2, atol=2e-3)   # it rolled on the top face
+  assert heights[-1] < 0.5                                  # and fell off its edge
+
+
 def test_a_third_party_mesh_convexified_rests_on_its_lowest_point(tmp_path):
   """pybullet_data's bunny (453 vertices), CoACD parts, dropped on the ground: it comes to
   rest (it rocks on its round belly for ~4 s first, then sleeps), and the lowest of the

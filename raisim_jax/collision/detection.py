@@ -48,12 +48,13 @@ def shape_world_poses(model: Model, state: State):
 def shape_geometry(shape_model, sizes, shape_type, shape):
   """What the shape functions take for shapes `shape` (int, traced or static, any shape)
   of one type: their size rows (..., 4), or for MESH shapes their `shapes.Hull` rows
-  (vertices (..., V, 4), planes (..., F, 4)) (collision/shapes.py)."""
+  (vertices (..., V, 4), planes (..., F, 4), triangles (..., T, 3)) (collision/shapes.py)."""
   if ShapeType(int(shape_type)) != ShapeType.MESH:
     return sizes[shape]
   row = jnp.asarray(shapes.hull_rows(shape_model.shape_type))[shape]
   return shapes.Hull(shape_model.hull_vertices.astype(sizes.dtype)[row],
-                     shape_model.hull_planes.astype(sizes.dtype)[row])
+                     shape_model.hull_planes.astype(sizes.dtype)[row],
+                     shape_model.hull_triangles[row])
 
 
 def shape_aabbs(shape_model, positions, rotations, sizes):

@@ -302,8 +302,9 @@ def ray_test(model, state, start, direction, length, ignore_body=-1,
   normals = jnp.zeros((ns, 3), dtype)
   for code in np.unique(shape_type):
     index = np.nonzero(shape_type == code)[0]
-    geometry = jax.tree.map(lambda x: x.astype(dtype),
-                            shape_geometry(shapes, sizes, code, index))
+    geometry = jax.tree.map(
+        lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x,
+        shape_geometry(shapes, sizes, code, index))
     h, dist, _, n = jax.vmap(
         lambda s, r, p: ray_shape(int(code), s, r, p, start, d, length))(
             geometry, rotations[index].astype(dtype), positions[index].astype(dtype))

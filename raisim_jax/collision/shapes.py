@@ -45,9 +45,11 @@ class ShapeType(enum.IntEnum):
 class Hull(NamedTuple):
   """A MESH shape's geometry, shape frame: vertices (V, 4) xyz and 1 for a vertex, 0 for
   padding (a repeated vertex); planes (F, 4) (n, c) with n . x + c <= 0 inside, padding
-  (0, 0, 0, -1). Batched functions see leading axes on both."""
+  (0, 0, 0, -1); triangles (T, 3) int32 the boundary's triangles as rows of `vertices`,
+  padding (0, 0, 0). Batched functions see leading axes on all three."""
   vertices: jax.Array
   planes: jax.Array
+  triangles: jax.Array
 
 
 def hull_world_vertices(hull, R, p):

@@ -28,9 +28,13 @@ class ConvexHull:
     vertices: (V, 3) its vertices, V <= MAX_HULL_VERTICES.
     planes: (F, 4) its face planes (n, c), outward unit n: the solid is n . x + c <= 0 for
       every row.
+    triangles: (T, 3) int its boundary as triangles (rows of `vertices`; Qhull's
+      triangulated facets, coplanar ones kept apart), T <= 2 V - 4: what exact closest
+      points on the surface are computed from (`narrowphase.geometry.point_hull`).
   """
   vertices: np.ndarray
   planes: np.ndarray
+  triangles: np.ndarray
 
 
 def convex_hull(points, max_vertices=MAX_HULL_VERTICES) -> ConvexHull:
@@ -53,11 +57,13 @@ def convex_hull(points, max_vertices=MAX_HULL_VERTICES) -> ConvexHull:
       vertices = vertices[_farthest_points(vertices, max_vertices)]
       hull = QHull(vertices)
       vertices = vertices[hull.vertices]
+    hull = QHull(vertices)   # its simplices then index `vertices`
   except QhullError:
     raise ValueError("a collision mesh spans no volume (its vertices are coplanar or "
                      "collinear): it has no convex hull") from None
   planes = _unique_planes(hull.equations)
-  return ConvexHull(vertices=vertices, planes=planes)
+  return ConvexHull(vertices=vertices, planes=planes,
+                    triangles=np.asarray(hull.simplices, np.int32))
 
 
 def _farthest_points(points, count):
@@ -191,17 +197,22 @@ def hull_tables(hulls, dtype=np.float64):
     vertices (H, V, 4): xyz and 1 for a vertex; padding rows repeat vertex 0 with 0 (so
       maxima over the rows are unchanged);
     planes (H, F, 4): (n, c); padding rows (0, 0, 0, -1) hold for every point.
-    With no hulls: (0, 1, 4) and (0, 1, 4).
+    triangles (H, T, 3) int32: rows of `vertices`; padding rows (0, 0, 0), vertex 0 as a
+      point triangle (a surface point, so minima over the triangles are unchanged).
+    With no hulls: (0, 1, 4), (0, 1, 4) and (0, 1, 3).
   """
   width = max([len(h.vertices) for h in hulls], default=1)
   faces = max([len(h.planes) for h in hulls], default=1)
+  count = max([len(h.triangles) for h in hulls], default=1)
   vertices = np.zeros((len(hulls), width, 4), dtype)
   planes = np.zeros((len(hulls), faces, 4), dtype)
   planes[:, :, 3] = -1.0
+  triangles = np.zeros((len(hulls), count, 3), np.int32)
   for k, hull in enumerate(hulls):
     n = len(hull.vertices)
     vertices[k, :, :3] = hull.vertices[0]
     vertices[k, :n, :3] = hull.vertices
     vertices[k, :n, 3] = 1.0
     planes[k, :len(hull.planes)] = hull.planes
-  return vertices, planes
+    triangles[k, :len(hull.triangles)] = hull.triangles
+  return vertices, planes, triangles

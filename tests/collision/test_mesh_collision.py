@@ -41,8 +41,8 @@ _WIDE = collision_mesh.convex_hull(trimesh.creation.icosphere(subdivisions=3).ve
 
 def _hull_rows(hull):
   """The shapes.Hull of one hull: its rows of hull tables padded to 64 vertices."""
-  vertices, planes = collision_mesh.hull_tables([hull, _WIDE])
-  return Hull(jnp.asarray(vertices[0]), jnp.asarray(planes[0]))
+  vertices, planes, triangles = collision_mesh.hull_tables([hull, _WIDE])
+  return Hull(jnp.asarray(vertices[0]), jnp.asarray(planes[0]), jnp.asarray(triangles[0]))
 
 
 # ---- the hull ---------------------------------------------------------------------------------
@@ -87,11 +87,16 @@ def test_degenerate_meshes_are_refused(points, message):
 def test_hull_tables_pad_with_a_repeated_vertex_and_planes_that_always_hold():
   box = collision_mesh.convex_hull(np.array(list(itertools.product((-1, 1), repeat=3)), float))
   tetra = collision_mesh.convex_hull(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]]))
-  vertices, planes = collision_mesh.hull_tables([box, tetra])
+  vertices, planes, triangles = collision_mesh.hull_tables([box, tetra])
   assert vertices.shape == (2, 8, 4) and planes.shape == (2, 6, 4)
   np.testing.assert_array_equal(vertices[1, :, 3], [1, 1, 1, 1, 0, 0, 0, 0])
   np.testing.assert_array_equal(vertices[1, 4:, :3], np.tile(tetra.vertices[0], (4, 1)))
   np.testing.assert_array_equal(planes[1, 4:], np.tile([0, 0, 0, -1.0], (2, 1)))
+  # The box's 12 triangles, the tetrahedron's 4 and 8 point triangles at its vertex 0.
+  assert triangles.shape == (2, 12, 3) and triangles.dtype == np.int32
+  np.testing.assert_array_equal(triangles[1, 4:], 0)
+  assert sorted(map(sorted, triangles[1, :4].tolist())) == [[0, 1, 2], [0, 1, 3], [0, 2, 3],
+                                                           [1, 2, 3]]
 
 
 # ---- the pair ---------------------------------------------------------------------------------
@@ -412,6 +417,99 @@ def test_mesh_pairs_match_the_minimum_overlap_oracle(other):
               else orc.sdf(int(other), size_a, Ra, pa, x_a))
       assert abs(on_a) <= 1e-6, j
   assert penetrating >= 10
+
+
+# ---- a sphere against a hull: exact closest points -----------------------------------------
+
+_sphere_mesh = jax.jit(lambda radius, centre, rows, R, p, margin: narrowphase.collide(
+    ShapeType.SPHERE, ShapeType.MESH, jnp.stack([radius, 0.0, 0.0, 0.0]), jnp.eye(3), centre,
+    rows, R, p, margin=margin))
+
+
+def _trimesh_surface(hull, R, p, points):
+  """trimesh's own answer for the hull's vertices (its own convex hull and triangles, its
+  point-triangle closest points, the nearest over every triangle; inside where the point is
+  behind every face): (closest surface points, signed distances, positive outside)."""
+  solid = trimesh.convex.convex_hull(hull.vertices @ R.T + p)
+  triangles = solid.triangles                                  # (T, 3, 3)
+  closest = np.stack([trimesh.triangles.closest_point(
+      triangles, np.broadcast_to(x, (len(triangles), 3))) for x in points])   # (N, T, 3)
+  distance = np.linalg.norm(closest - points[:, None], axis=-1)
+  nearest = np.argmin(distance, axis=1)
+  offsets = np.einsum("tj,ntj->nt", solid.face_normals, points[:, None] - triangles[:, 0])
+  inside = np.all(offsets < 0, axis=1)
+  distance = distance[np.arange(len(points)), nearest]
+  return closest[np.arange(len(points)), nearest], np.where(inside, -distance, distance)
+
+
+@pytest.mark.parametrize("cloud", ["random16", "ellipsoid64", "cube"])
+def test_a_sphere_against_a_hull_is_trimesh_s_closest_point(cloud):
+  """Sphere centres inside, near and outside a hull (random 16-point hull; a 64-vertex
+  ellipsoid; a cube, whose faces are pairs of coplanar triangles), float64, at a random pose:
+  the contact's surface point is trimesh's closest point on its own convex hull of the same
+  vertices, the depth is the radius minus trimesh's signed distance, the normal points from
+  the surface point to the centre (outside) or is the face's outward normal (inside), to
+  1e-9; with margin 0.05, contacts exist exactly where the depth exceeds -0.05."""
+  rng = np.random.default_rng(["random16", "ellipsoid64", "cube"].index(cloud))
+  if cloud == "random16":
+    points = rng.normal(size=(16, 3)) * [0.5, 0.4, 0.3]
+  elif cloud == "ellipsoid64":
+    points = rng.normal(size=(64, 3))
+    points = points / np.linalg.norm(points, axis=1, keepdims=True) * [0.5, 0.3, 0.2]
+  else:
+    points = np.array(list(itertools.product((-0.3, 0.3), repeat=3)))
+  hull = collision_mesh.convex_hull(points)
+  rows = _hull_rows(hull)
+  R, p = _rotation(rng), rng.uniform(-1, 1, 3)
+  centres = p + rng.uniform(-0.8, 0.8, (200, 3))
+  closest, signed = _trimesh_surface(hull, R, p, centres)
+  radius, margin = 0.1, 0.05
+  inside_count = 0
+  for centre, q_ref, sd_ref in zip(centres, closest, signed):
+    cp = jax.tree.map(np.asarray, _sphere_mesh(radius, centre, rows, R, p, margin))
+    depth = radius - sd_ref
+    assert bool(cp.valid[0]) == (depth >= -margin)
+    if not cp.valid[0]:
+      continue
+    np.testing.assert_allclose(cp.depth[0], depth, atol=1e-9)
+    q = cp.position[0] + 0.5 * cp.depth[0] * cp.normal[0]      # contact_points.from_surface
+    np.testing.assert_allclose(q, q_ref, atol=1e-9)
+    towards_centre = (centre - q_ref) / np.linalg.norm(centre - q_ref)
+    np.testing.assert_allclose(cp.normal[0], towards_centre * np.sign(sd_ref), atol=1e-7)
+    inside_count += sd_ref < 0
+  assert inside_count >= 5
+
+
+@pytest.mark.parametrize("where", ["vertex", "edge", "face", "diagonal", "inside_margin",
+                                   "at_margin", "centre"])
+def test_a_sphere_touching_a_hull_at_degenerate_points_is_finite_with_its_gradient(where):
+  """A cube hull (coplanar triangle pairs) and a sphere whose centre lies exactly on
+  a vertex, an edge, a face, above the diagonal shared by a face's two triangles (resting
+  exactly on it), inside the margin, exactly at the margin, or at the cube's centre: the
+  depth and point are the geometry's, and d depth / d centre = -normal, finite."""
+  half, radius, margin = 0.25, 0.125, 2.0 ** -6    # dyadic: "exactly at" is exact
+  rows = _hull_rows(collision_mesh.convex_hull(
+      np.array(list(itertools.product((-half, half), repeat=3)))))
+  centre, depth, normal = {
+      "vertex": ([half, half, half], radius, None),
+      "edge": ([half, 0.125, half], radius, None),
+      "face": ([0.125, -0.0625, half], radius, [0, 0, 1.0]),
+      "diagonal": ([0.125, 0.125, half + radius], 0.0, [0, 0, 1.0]),
+      "inside_margin": ([0.0, 0.1875, half + radius + 2.0 ** -8], -2.0 ** -8, [0, 0, 1.0]),
+      "at_margin": ([-0.1875, 0.0, half + radius + margin], -margin, [0, 0, 1.0]),
+      "centre": ([0.0, 0.0, 2.0 ** -10], half - 2.0 ** -10 + radius, [0, 0, 1.0]),
+  }[where]
+  centre = jnp.asarray(centre)
+  cp = jax.tree.map(np.asarray, _sphere_mesh(radius, centre, rows, jnp.eye(3), jnp.zeros(3),
+                                             margin))
+  assert cp.valid[0] and np.isclose(cp.depth[0], depth, atol=1e-12)
+  if normal is not None:
+    np.testing.assert_allclose(cp.normal[0], normal, atol=1e-12)
+  assert abs(np.linalg.norm(cp.normal[0]) - 1) < 1e-12
+  grad = jax.grad(lambda c: _sphere_mesh(radius, c, rows, jnp.eye(3), jnp.zeros(3),
+                                         margin).depth[0])(centre)
+  assert np.all(np.isfinite(grad))
+  np.testing.assert_allclose(grad, -cp.normal[0], atol=1e-9)
 
 
 def test_a_mesh_block_comes_to_rest_on_a_box_as_the_box_block_does(tmp_path):

@@ -16,11 +16,12 @@ ShapeType code order; `collide` dispatches any order by swapping and flipping th
 
 Layout: one module per pair family, each declaring its functions in the one registry
 (`registry.PAIRS`: (type_a, type_b) -> function and point count, via `registry.register`):
-  sphere.py         sphere vs sphere/box/cylinder/cone/capsule (closed forms, closest points)
+  sphere.py         sphere vs sphere/box/cylinder/cone/capsule/mesh (closed forms, closest
+                    points; a mesh's from its hull's triangles and planes)
   halfspace.py      every shape on the ground (a convex mesh: its hull's vertices)
   box_box.py        box-box (separating axes, face clipping)
   overlap_pairs.py  box/cylinder/cone among themselves, and a convex mesh with anything but
-                    the ground (minimum support overlap + manifold)
+                    the ground and a sphere (minimum support overlap + manifold)
   capsule.py        capsule-capsule and box/cylinder/cone vs capsule
   geometry.py       closest-point helpers they share; contact_points.py the output type.
 """
@@ -50,9 +51,8 @@ from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
                                                             collide_cylinder_cone,
                                                             collide_cylinder_cylinder,
                                                             collide_cylinder_mesh,
-                                                            collide_mesh_mesh,
-                                                            collide_sphere_mesh)
+                                                            collide_mesh_mesh)
 from raisim_jax.collision.narrowphase.registry import PAIRS, PairEntry, collide, num_points, register
 from raisim_jax.collision.narrowphase.sphere import (collide_sphere_box, collide_sphere_capsule,
                                                      collide_sphere_cone, collide_sphere_cylinder,
-                                                     collide_sphere_sphere)
+                                                     collide_sphere_mesh, collide_sphere_sphere)

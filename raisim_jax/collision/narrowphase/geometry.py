@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from raisim_jax.collision.narrowphase.contact_points import ez
 from raisim_jax.collision.shapes import ShapeType
-from raisim_jax.math import dense, safe
+from raisim_jax.math import dense, reduce, safe
 
 _mv = dense.unrolled_matvec   # XLA:CPU's dot per 3 x 3 product under vmap costs more
 
@@ -29,6 +29,60 @@ def point_box(c, size, R, p):
   n_local = jnp.where(outside, safe.normalize(delta), inner_n)
   q_local = jnp.where(outside, q, inner_q)
   sd = jnp.where(outside, dist, -face_gap[k])
+  return p + _mv(R, q_local), _mv(R, n_local), sd
+
+
+def point_triangles(x, a, b, c):
+  """Closest points of the triangles (a, b, c) to the point x (3,), as (3, T) coordinate
+  rows (a, b, c are (3, T) too: coordinates first, so that every operation runs on (T,)
+  rows, 4x faster under vmap on XLA:CPU than (T, 3) rows). By the Voronoi regions of each
+  triangle's vertices, edges and face (Ericson, Real-Time Collision Detection, 5.1.5): every
+  region's point computed and the triangle's own picked, no branch; a point triangle
+  (a = b = c, the hull tables' padding) gives its vertex. The divisions are gradient-safe
+  where a region's denominator is 0 (that region is then not picked)."""
+  dot = lambda u, v: u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+  x = x[:, None]
+  ab, ac = b - a, c - a
+  d1, d2 = dot(ab, x - a), dot(ac, x - a)
+  d3, d4 = dot(ab, x - b), dot(ac, x - b)
+  d5, d6 = dot(ab, x - c), dot(ac, x - c)
+  va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+  # The closest point is a + s ab + t ac; (s, t) per region, the first region that holds
+  # wins: vertex a, vertex b, edge ab, vertex c, edge ac, edge bc, else the face.
+  w = safe.divide(d4 - d3, (d4 - d3) + (d5 - d6))
+  zero, one = jnp.zeros_like(d1), jnp.ones_like(d1)
+  regions = (((d1 <= 0) & (d2 <= 0), zero, zero),
+             ((d3 >= 0) & (d4 <= d3), one, zero),
+             ((vc <= 0) & (d1 >= 0) & (d3 <= 0), safe.divide(d1, d1 - d3), zero),
+             ((d6 >= 0) & (d5 <= d6), zero, one),
+             ((vb <= 0) & (d2 >= 0) & (d6 <= 0), zero, safe.divide(d2, d2 - d6)),
+             ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), one - w, w))
+  total = va + vb + vc
+  s, t = safe.divide(vb, total), safe.divide(vc, total)
+  for holds, s_region, t_region in reversed(regions):
+    s, t = jnp.where(holds, s_region, s), jnp.where(holds, t_region, t)
+  return a + s * ab + t * ac
+
+
+def point_hull(c, hull, R, p):
+  """Closest point of a convex hull (`shapes.Hull`, placed by R, p) to the world point c,
+  exact: outside, the nearest of its boundary triangles' closest points (normal along
+  c - q); inside (or on the surface), the nearest face plane (its normal, q the projection
+  of c onto it). Padded table rows change nothing (their planes always hold, their
+  triangles are a hull vertex)."""
+  x = _mv(R.T, c - p)
+  planes = hull.planes
+  s = planes[:, 0] * x[0] + planes[:, 1] * x[1] + planes[:, 2] * x[2] + planes[:, 3]
+  k = reduce.argmax(s)
+  s_max, face_normal = s[k], planes[k, :3]
+  a, b, d = (hull.vertices[hull.triangles[:, j], :3].T for j in range(3))   # (3, T) each
+  closest = point_triangles(x, a, b, d)
+  j = reduce.argmax(-jnp.sum((x[:, None] - closest) ** 2, axis=0))
+  q_out = closest[:, j]
+  outside = s_max > 0.0
+  n_local = jnp.where(outside, safe.normalize(x - q_out, fallback=face_normal), face_normal)
+  q_local = jnp.where(outside, q_out, x - s_max * face_normal)
+  sd = jnp.where(outside, safe.norm(x - q_out), s_max)
   return p + _mv(R, q_local), _mv(R, n_local), sd
 
 

@@ -1,4 +1,5 @@
-"""Box/cylinder/cone pairs, and every pair with a convex mesh but the ground: minimum support
+"""Box/cylinder/cone pairs, and every pair with a convex mesh but the ground and a sphere
+(`sphere.collide_sphere_mesh`, a closest point): minimum support
 overlap (exact normal, depth and points, collision/overlap.py; a hull's edge-edge normal to
 the smoothing's bound) and a support-feature manifold around it (rim points, corners,
 side-line ends, a hull face's spanning vertices, collision/feature_manifold.py): 9 slots
@@ -10,8 +11,8 @@ from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 
-S, B, CY, CO, CA, ME = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
-                        ShapeType.CAPSULE, ShapeType.MESH)
+B, CY, CO, CA, ME = (ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE, ShapeType.CAPSULE,
+                     ShapeType.MESH)
 
 #: Slots of `feature_manifold.manifold`: the main contact + 4 + 4 carried feature vertices.
 POINTS = 9
@@ -37,7 +38,6 @@ collide_box_cone = _convex(B, CO)
 collide_cylinder_cylinder = _convex(CY, CY)
 collide_cylinder_cone = _convex(CY, CO)
 collide_cone_cone = _convex(CO, CO)
-collide_sphere_mesh = _convex(S, ME)
 collide_box_mesh = _convex(B, ME)
 collide_cylinder_mesh = _convex(CY, ME)
 collide_cone_mesh = _convex(CO, ME)

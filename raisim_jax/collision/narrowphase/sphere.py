@@ -11,8 +11,8 @@ from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 from raisim_jax.math import safe
 
-S, B, CY, CO, CA = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
-                    ShapeType.CAPSULE)
+S, B, CY, CO, CA, ME = (ShapeType.SPHERE, ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE,
+                        ShapeType.CAPSULE, ShapeType.MESH)
 
 
 def sphere_vs(c, r, closest, margin):
@@ -43,6 +43,12 @@ def collide_sphere_cylinder(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
 @register(S, CO, points=1)
 def collide_sphere_cone(size_a, R_a, p_a, size_b, R_b, p_b, margin=0.0):
   return sphere_vs(p_a, size_a[0], geometry.point_cone(p_a, size_b, R_b, p_b), margin)
+
+
+@register(S, ME, points=1)
+def collide_sphere_mesh(size_a, R_a, p_a, hull_b, R_b, p_b, margin=0.0):
+  """A sphere against a convex hull (`shapes.Hull`): the hull's exact closest point."""
+  return sphere_vs(p_a, size_a[0], geometry.point_hull(p_a, hull_b, R_b, p_b), margin)
 
 
 def sphere_sphere_points(ca, ra, cb, rb, margin):
