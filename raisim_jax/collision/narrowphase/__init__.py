@@ -21,8 +21,8 @@ Layout: one module per pair family, each declaring its functions in the one regi
   halfspace.py      every shape on the ground (a convex mesh: its hull's vertices)
   box_box.py        box-box (separating axes, face clipping)
   overlap_pairs.py  box/cylinder/cone among themselves, and a convex mesh with anything but
-                    the ground and a sphere (minimum support overlap + manifold)
-  capsule.py        capsule-capsule and box/cylinder/cone vs capsule
+                    the ground, a sphere and a capsule (minimum support overlap + manifold)
+  capsule.py        capsule-capsule, box/cylinder/cone vs capsule, capsule vs mesh
   geometry.py       closest-point helpers they share; contact_points.py the output type.
 """
 
@@ -31,6 +31,7 @@ Layout: one module per pair family, each declaring its functions in the one regi
 from raisim_jax.collision.narrowphase import box_box, capsule, halfspace, overlap_pairs, sphere
 from raisim_jax.collision.narrowphase.box_box import collide_box_box
 from raisim_jax.collision.narrowphase.capsule import (collide_box_capsule,
+                                                      collide_capsule_mesh,
                                                       collide_capsule_capsule,
                                                       collide_cone_capsule,
                                                       collide_cylinder_capsule)
@@ -45,7 +46,6 @@ from raisim_jax.collision.narrowphase.halfspace import (collide_box_halfspace,
 from raisim_jax.collision.narrowphase.overlap_pairs import (collide_box_cone,
                                                             collide_box_cylinder,
                                                             collide_box_mesh,
-                                                            collide_capsule_mesh,
                                                             collide_cone_cone,
                                                             collide_cone_mesh,
                                                             collide_cylinder_cone,

@@ -1,6 +1,8 @@
 """Capsule pairs: capsule-capsule by segment closest points (two points when parallel), and
-box/cylinder/cone (A) vs capsule (B) by exact sphere contacts of the capsule's end spheres and
-of the deepest point of its axis (golden-section search on the shape's convex signed distance).
+box/cylinder/cone (A) vs capsule (B) and capsule (A) vs convex mesh (B) by exact sphere
+contacts of the capsule's end spheres and of the deepest point of its axis (golden-section
+search on the shape's convex signed distance; for a hull, on its face planes inside and by
+its edges outside).
 """
 
 import jax
@@ -11,9 +13,11 @@ from raisim_jax.collision.narrowphase.contact_points import concat, ez, one
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.narrowphase.sphere import sphere_sphere_points, sphere_vs
 from raisim_jax.collision.shapes import ShapeType, bounding_radius
-from raisim_jax.math import safe
+from raisim_jax.math import dense, reduce, safe
 
-B, CY, CO, CA = ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE, ShapeType.CAPSULE
+B, CY, CO, CA, ME = (ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE, ShapeType.CAPSULE,
+                     ShapeType.MESH)
+_mv = dense.unrolled_matvec
 
 
 @register(CA, CA, points=2)
@@ -50,21 +54,7 @@ def _deepest_on_segment(closest, e0, e1):
   The signed distance of a convex solid is a convex function, so a golden-section search with a
   static iteration count finds its minimum on the segment.
   """
-  ratio = 0.5 * (jnp.sqrt(5.0) - 1.0)
-
-  def f(t):
-    return closest(e0 + t * (e1 - e0))[2]
-
-  def body(_, bounds):
-    lo, hi = bounds
-    t1 = hi - ratio * (hi - lo)
-    t2 = lo + ratio * (hi - lo)
-    left = f(t1) <= f(t2)
-    return jnp.where(left, lo, t1), jnp.where(left, t2, hi)
-
-  zero = jnp.zeros((), e0.dtype)
-  lo, hi = jax.lax.fori_loop(0, GOLDEN_ITERATIONS, body, (zero, zero + 1.0))
-  return 0.5 * (lo + hi)
+  return _golden_minimum(lambda t: closest(e0 + t * (e1 - e0))[2], e0.dtype)
 
 
 def _axis_point_contact(closest, c, t, e0, e1, radius, margin):
@@ -110,6 +100,29 @@ def _axis_point_contact(closest, c, t, e0, e1, radius, margin):
   return one(0.5 * (q + x_b), n, depth, (depth >= -margin) & on_cylinder)
 
 
+def _capsule_against(closest, scale, size_b, R_b, p_b, t, margin):
+  """Contacts of a convex shape (A, its closest-point function `closest`, a geometry
+  `point_<shape>`) with a capsule (B): the exact sphere contacts of both end spheres, and of
+  the axis point e0 + t (e1 - e0) where the shape's signed distance is least (`t`), kept
+  where deeper than both ends. `scale`: the pair's size, for that comparison's tolerance."""
+  e0, e1 = geometry.capsule_ends(size_b, R_b, p_b)
+  spheres = [e0, e1, e0 + t * (e1 - e0)]
+  # sphere (point of the capsule axis) vs the shape, flipped so that the shape is A
+  ends = [sphere_vs(c, size_b[0], closest(c), margin).flip() for c in spheres]
+  axis = R_b[:, 2]
+  for i, out in ((0, -axis), (1, axis)):  # keep end points on the capsule's surface
+    n = ends[i].normal[0]
+    x, d = geometry.capsule_surface_point(spheres[i], size_b[0], out, n, ends[i].depth[0])
+    ends[i] = one(x - 0.5 * d * n, n, d, d >= -margin)
+  end_depth = jnp.max(jnp.where(jnp.concatenate([c.valid for c in ends[:2]]),
+                                jnp.concatenate([c.depth for c in ends[:2]]), -jnp.inf))
+  middle = _axis_point_contact(closest, spheres[2], t, e0, e1, size_b[0], margin)
+  # The interior point is kept only where it is deeper than both end spheres (a threshold far
+  # below the 1e-6 accuracy, so that a minimum just inside an end is not lost).
+  middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-10 * scale))
+  return concat(ends[0], ends[1], middle)
+
+
 def _shape_capsule(type_a, points=3):
   """Registers and returns the pair function of `type_a` (A) vs a capsule (B): both end
   spheres and the axis point, `points` = 3 slots."""
@@ -119,27 +132,72 @@ def _shape_capsule(type_a, points=3):
     closest = lambda x: closest_to(x, size_a, R_a, p_a)
     e0, e1 = geometry.capsule_ends(size_b, R_b, p_b)
     t = _deepest_on_segment(closest, e0, e1)
-    spheres = [e0, e1, e0 + t * (e1 - e0)]
-    # sphere (point of the capsule axis) vs the shape, flipped so that the shape is A
-    ends = [sphere_vs(c, size_b[0], closest(c), margin).flip() for c in spheres]
-    axis = R_b[:, 2]
-    for i, out in ((0, -axis), (1, axis)):  # keep end points on the capsule's surface
-      n = ends[i].normal[0]
-      x, d = geometry.capsule_surface_point(spheres[i], size_b[0], out, n, ends[i].depth[0])
-      ends[i] = one(x - 0.5 * d * n, n, d, d >= -margin)
-    end_depth = jnp.max(jnp.where(jnp.concatenate([c.valid for c in ends[:2]]),
-                                  jnp.concatenate([c.depth for c in ends[:2]]), -jnp.inf))
-    middle = _axis_point_contact(closest, spheres[2], t, e0, e1, size_b[0], margin)
     scale = bounding_radius(type_a, size_a) + bounding_radius(CA, size_b)
-    # The interior point is kept only where it is deeper than both end spheres (a threshold far
-    # below the 1e-6 accuracy, so that a minimum just inside an end is not lost).
-    middle = middle.replace(valid=middle.valid & (middle.depth > end_depth + 1e-10 * scale))
-    return concat(ends[0], ends[1], middle)
+    return _capsule_against(closest, scale, size_b, R_b, p_b, t, margin)
   fn.__name__ = fn.__qualname__ = f"collide_{ShapeType(type_a).name.lower()}_capsule"
   fn.__doc__ = ("Exact sphere contacts of the capsule's two end spheres and of the deepest "
                 "point of its axis (golden-section search on the convex signed distance); the "
                 f"interior point is reported when deeper than both ends. Up to {points} points.")
   return register(type_a, CA, points=points)(fn)
+
+
+def _hull_deepest_on_segment(hull, R, p, e0, e1, end_distances):
+  """Parameter t in [0, 1] of the point of the segment [e0, e1] (world) where the signed
+  distance of the hull (`shapes.Hull` placed by R, p) is least, exactly, without searching
+  on the costly distance itself: where the segment enters the hull the least distance is
+  that of its face planes, max_f (n_f . x + c_f), a convex piecewise-linear function of t
+  (golden-section search on it); where it stays outside, the nearest point is an end
+  (`end_distances`, the two ends' signed distances) or the closest point to one of the
+  hull's edges (segment-segment closest points against every triangle edge)."""
+  x0, x1 = _mv(R.T, e0 - p), _mv(R.T, e1 - p)
+  planes = hull.planes
+  offset = planes[:, 0] * x0[0] + planes[:, 1] * x0[1] + planes[:, 2] * x0[2] + planes[:, 3]
+  direction = x1 - x0
+  slope = planes[:, 0] * direction[0] + planes[:, 1] * direction[1] + planes[:, 2] * direction[2]
+  planes_at = lambda t: jnp.max(offset + t * slope)
+  t_inside = _golden_minimum(planes_at, x0.dtype)
+  corners = [hull.vertices[hull.triangles[:, j], :3] for j in range(3)]   # (T, 3) each
+  starts = jnp.concatenate(corners)
+  ends = jnp.concatenate(corners[1:] + corners[:1])
+  on_axis, on_edge = jax.vmap(geometry.segment_segment, in_axes=(None, None, 0, 0))(
+      x0, x1, starts, ends)
+  k = reduce.argmax(-jnp.sum((on_axis - on_edge) ** 2, axis=-1))
+  t_edge = jnp.clip(safe.divide(jnp.dot(on_axis[k] - x0, direction),
+                                jnp.dot(direction, direction)), 0.0, 1.0)
+  edge_distance = safe.norm(on_axis[k] - on_edge[k])
+  d0, d1 = end_distances
+  t_outside = jnp.where(edge_distance < jnp.minimum(d0, d1), t_edge,
+                        jnp.where(d1 < d0, 1.0, 0.0))
+  return jnp.where(planes_at(t_inside) < 0.0, t_inside, t_outside)
+
+
+def _golden_minimum(f, dtype):
+  """Minimiser in [0, 1] of a convex f by GOLDEN_ITERATIONS golden-section steps."""
+  ratio = 0.5 * (jnp.sqrt(5.0) - 1.0)
+
+  def body(_, bounds):
+    lo, hi = bounds
+    t1 = hi - ratio * (hi - lo)
+    t2 = lo + ratio * (hi - lo)
+    left = f(t1) <= f(t2)
+    return jnp.where(left, lo, t1), jnp.where(left, t2, hi)
+
+  zero = jnp.zeros((), dtype)
+  lo, hi = jax.lax.fori_loop(0, GOLDEN_ITERATIONS, body, (zero, zero + 1.0))
+  return 0.5 * (lo + hi)
+
+
+@register(CA, ME, points=3)
+def collide_capsule_mesh(size_a, R_a, p_a, hull_b, R_b, p_b, margin=0.0):
+  """A capsule (A) against a convex hull (B, `shapes.Hull`): the exact sphere contacts of the
+  capsule's end spheres and of its axis point deepest in the hull (`geometry.point_hull`;
+  the point by `_hull_deepest_on_segment`), the axis point kept where deeper than both
+  ends. Up to 3 points."""
+  closest = lambda x: geometry.point_hull(x, hull_b, R_b, p_b)
+  e0, e1 = geometry.capsule_ends(size_a, R_a, p_a)
+  t = _hull_deepest_on_segment(hull_b, R_b, p_b, e0, e1, (closest(e0)[2], closest(e1)[2]))
+  scale = bounding_radius(ME, hull_b) + bounding_radius(CA, size_a)
+  return _capsule_against(closest, scale, size_a, R_a, p_a, t, margin).flip()
 
 
 collide_box_capsule = _shape_capsule(B)

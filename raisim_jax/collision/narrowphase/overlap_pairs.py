@@ -1,6 +1,6 @@
-"""Box/cylinder/cone pairs, and every pair with a convex mesh but the ground and a sphere
-(`sphere.collide_sphere_mesh`, a closest point): minimum support
-overlap (exact normal, depth and points, collision/overlap.py; a hull's edge-edge normal to
+"""Box/cylinder/cone pairs, and every pair with a convex mesh but the ground, a sphere and a
+capsule (`sphere.collide_sphere_mesh`, `capsule.collide_capsule_mesh`: closest points):
+minimum support overlap (exact normal, depth and points, collision/overlap.py; a hull's edge-edge normal to
 the smoothing's bound) and a support-feature manifold around it (rim points, corners,
 side-line ends, a hull face's spanning vertices, collision/feature_manifold.py): 9 slots
 (main + 4 + 4)."""
@@ -11,8 +11,7 @@ from raisim_jax.types import ContactPoints
 from raisim_jax.collision.narrowphase.registry import register
 from raisim_jax.collision.shapes import ShapeType
 
-B, CY, CO, CA, ME = (ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE, ShapeType.CAPSULE,
-                     ShapeType.MESH)
+B, CY, CO, ME = ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONE, ShapeType.MESH
 
 #: Slots of `feature_manifold.manifold`: the main contact + 4 + 4 carried feature vertices.
 POINTS = 9
@@ -41,5 +40,4 @@ collide_cone_cone = _convex(CO, CO)
 collide_box_mesh = _convex(B, ME)
 collide_cylinder_mesh = _convex(CY, ME)
 collide_cone_mesh = _convex(CO, ME)
-collide_capsule_mesh = _convex(CA, ME)
 collide_mesh_mesh = _convex(ME, ME)
