@@ -141,6 +141,36 @@ def test_a_cube_mesh_lands_as_the_box_primitive(tmp_path):
   assert mesh.getPosition()[2] == pytest.approx(0.5, abs=2e-3)
 
 
+def _cube_mesh_beside_a_box(tmp_path, time_step, material_pair=None):
+  """(world, [mesh cube, box]): pybullet_data's cube.obj as a CONVEX_HULL mesh at x = 0 and
+  addBox(1, 1, 1) at x = 3, 50 kg each, resting on the ground; `material_pair` (name,
+  friction, restitution) is set against the default material first."""
+  cube = shutil.copy(os.path.join(pybullet_data.getDataPath(), "cube.obj"), tmp_path)
+  world = rj.World()
+  world.setTimeStep(time_step)
+  world.addGround()
+  if material_pair is not None:
+    name, friction, restitution = material_pair
+    world.setMaterialPairProp(name, "default", friction, restitution, 0.0)
+  blocks = [world.addMesh(cube, 50.0, 1.0, "", rj.MeshCollisionMode.CONVEX_HULL),
+            world.addBox(1.0, 1.0, 1.0, 50.0)]
+  for block, x in zip(blocks, (0.0, 3.0)):
+    block.setPosition(x, 0.0, 0.5)
+  return world, blocks
+
+
+def _heights_alike(world, bodies, steps):
+  """Heights of bodies[0] over `steps` steps, checking at every step that bodies[1] (3 m
+  further along x) is where bodies[0] is to 1e-6 m."""
+  heights = []
+  for _ in range(steps):
+    world.integrate()
+    on_mesh, on_box = (b.getPosition() for b in bodies)
+    np.testing.assert_allclose(on_mesh - [0, 0, 0], on_box - [3, 0, 0], atol=1e-6)
+    heights.append(on_mesh[2])
+  return heights
+
+
 @pytest.mark.parametrize("shape", ["sphere", "capsule"])
 def test_a_ball_or_capsule_rolling_over_a_cube_mesh_moves_as_over_the_box_primitive(tmp_path,
                                                                                      shape):
@@ -149,15 +179,9 @@ def test_a_ball_or_capsule_rolling_over_a_cube_mesh_moves_as_over_the_box_primit
   moves as the same body onto addBox(1, 1, 1): the sphere-mesh and capsule-mesh pairs are
   the hull's exact closest points, as sphere-box and box-capsule are the box's. Over its
   landing, roll and fall off the edge the two bodies agree to 1e-6 m."""
-  cube = shutil.copy(os.path.join(pybullet_data.getDataPath(), "cube.obj"), tmp_path)
-  world = rj.World()
-  world.setTimeStep(0.002)
-  world.addGround()
-  mesh = world.addMesh(cube, 50.0, 1.0, "", rj.MeshCollisionMode.CONVEX_HULL)
-  box = world.addBox(1.0, 1.0, 1.0, 50.0)
+  world, _ = _cube_mesh_beside_a_box(tmp_path, 0.002)
   bodies = []
-  for block, x in ((mesh, 0.0), (box, 3.0)):
-    block.setPosition(x, 0.0, 0.5)
+  for x in (0.0, 3.0):
     if shape == "sphere":
       body = world.addSphere(0.2, 1.0)
     else:
@@ -167,12 +191,7 @@ def test_a_ball_or_capsule_rolling_over_a_cube_mesh_moves_as_over_the_box_primit
     body.setVelocity([2.0, 0.4, 0.0], [0.0, 0.0, 0.0])
     bodies.append(body)
   resting_height = 1.2 if shape == "sphere" else 1.1
-  heights = []
-  for _ in range(600):
-    world.integrate()
-    on_mesh, on_box = (b.getPosition() for b in bodies)
-    np.testing.assert_allclose(on_mesh - [0, 0, 0], on_box - [3, 0, 0], atol=1e-6)
-    heights.append(on_mesh[2])
+  heights = _heights_alike(world, bodies, 600)
   assert np.isclose(max(heights[50:250]), resting_height, atol=2e-3)   # on the top face
   assert heights[-1] < 0.5                                             # then off its edge
 
@@ -182,25 +201,13 @@ def test_a_ball_bounces_on_a_cube_mesh_as_on_the_box_primitive(tmp_path):
   cube.obj (CONVEX_HULL) and on addBox(1, 1, 1), its first step of contact starting inside
   the contact margin: the same bounces to 1e-6 m, and the first rebound climbs to
   0.7^2 of the drop height above the top face (to 2%: the step is 1 ms)."""
-  cube = shutil.copy(os.path.join(pybullet_data.getDataPath(), "cube.obj"), tmp_path)
-  world = rj.World()
-  world.setTimeStep(0.001)
-  world.addGround()
-  world.setMaterialPairProp("rubber", "default", 0.8, 0.7, 0.0)
-  mesh = world.addMesh(cube, 50.0, 1.0, "", rj.MeshCollisionMode.CONVEX_HULL)
-  box = world.addBox(1.0, 1.0, 1.0, 50.0)
+  world, _ = _cube_mesh_beside_a_box(tmp_path, 0.001, ("rubber", 0.8, 0.7))
   balls = []
-  for block, x in ((mesh, 0.0), (box, 3.0)):
-    block.setPosition(x, 0.0, 0.5)
+  for x in (0.0, 3.0):
     ball = world.addSphere(0.1, 1.0, "rubber")
     ball.setPosition(x + 0.1, -0.2, 1.1 + 0.5)     # 0.5 m above touching the top face
     balls.append(ball)
-  heights = []
-  for _ in range(1200):
-    world.integrate()
-    on_mesh, on_box = (b.getPosition() for b in balls)
-    np.testing.assert_allclose(on_mesh - [0, 0, 0], on_box - [3, 0, 0], atol=1e-6)
-    heights.append(on_mesh[2])
+  heights = _heights_alike(world, balls, 1200)
   first_contact = int(np.argmin(heights[:400]))
   rebound = max(heights[first_contact:]) - 1.1
   assert rebound == pytest.approx(0.5 * 0.7 ** 2, rel=0.02)
