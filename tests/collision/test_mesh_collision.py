@@ -16,10 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import trimesh
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial import ConvexHull as QHull, Delaunay
 
 import raisim_jax as rj
 from raisim_jax.collision import narrowphase
+from raisim_jax.collision.narrowphase import geometry
 from raisim_jax.collision.shapes import Hull, ShapeType
 from raisim_jax.io import collision_mesh
 
@@ -516,6 +519,53 @@ def test_a_sphere_touching_a_hull_at_degenerate_points_is_finite_with_its_gradie
                                          margin).depth[0])(centre)
   assert np.all(np.isfinite(grad))
   np.testing.assert_allclose(grad, -cp.normal[0], atol=1e-9)
+
+
+_point_hull = jax.jit(lambda x, rows, R, p: (
+    geometry.point_hull(x, rows, R, p),
+    jax.grad(lambda y: geometry.point_hull(y, rows, R, p)[2])(x)))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2 ** 31 - 1),
+       feature=st.sampled_from(["vertex", "edge", "face"]),
+       offset=st.sampled_from([0.0, 1e-12, -1e-12, 1e-6, -1e-6, 0.05, -0.05, 1.0]))
+def test_closest_points_of_hulls_hold_at_vertices_edges_and_faces(seed, feature, offset):
+  """Property (hypothesis): for a random hull (12 points) at a random pose and a query point
+  on one of its vertices, edges or triangles, moved along a random direction by `offset`
+  (0 and 1e-12 included: exactly on, and a rounding away from, a vertex, an edge or a face),
+  float64: the closest point, normal and signed distance are finite; the point is on the
+  surface; |x - q| = |sd|; outside, no vertex is nearer than sd and q is in the hull;
+  inside, sd is the nearest face plane's; and d sd / dx is the unit normal, finite (to
+  the coordinates' rounding over |sd| next to the surface)."""
+  rng = np.random.default_rng(seed)
+  hull = collision_mesh.convex_hull(rng.normal(size=(12, 3)) * rng.uniform(0.1, 0.6, 3))
+  rows = _hull_rows(hull)
+  R, p = _rotation(rng), rng.uniform(-1, 1, 3)
+  triangle = hull.vertices[hull.triangles[rng.integers(len(hull.triangles))]]
+  weights = {"vertex": np.array([1.0, 0, 0]), "edge": np.r_[rng.uniform(size=1), 0.0],
+             "face": rng.dirichlet(np.ones(3))}[feature]
+  if feature == "edge":
+    weights = np.array([weights[0], 1 - weights[0], 0.0])
+  direction = rng.normal(size=3)
+  local = weights @ triangle + offset * direction / np.linalg.norm(direction)
+  x = R @ local + p
+  (q, n, sd), grad = jax.tree.map(np.asarray, _point_hull(jnp.asarray(x), rows, R, p))
+  assert np.all(np.isfinite(q)) and np.all(np.isfinite(n)) and np.isfinite(sd)
+  assert np.all(np.isfinite(grad))
+  assert abs(np.linalg.norm(n) - 1.0) < 1e-12
+  assert abs(_hull_surface_value(hull, R, p, q)) <= 1e-9
+  assert abs(np.linalg.norm(x - q) - abs(sd)) <= 1e-9
+  planes = hull.planes[:, :3] @ local + hull.planes[:, 3]
+  if sd > 0:
+    vertex_distance = np.linalg.norm(hull.vertices @ R.T + p - x, axis=1)
+    assert np.all(vertex_distance >= sd - 1e-9)
+  else:
+    assert abs(sd - planes.max()) <= 1e-12
+  # Near a vertex or an edge (|sd| ~ 1e-12) the direction of x - q, so of the normal, is
+  # known only to the rounding of x's coordinates (~1e-15 here) over |sd|: any direction of
+  # the feature's normal cone fits. On the surface the face's normal is exact.
+  np.testing.assert_allclose(grad, n, atol=1e-9 + (1e-14 / abs(sd) if sd else 0.0))
 
 
 # ---- a capsule against a hull: exact end-sphere and axis-point contacts ----------------------

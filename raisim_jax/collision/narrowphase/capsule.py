@@ -156,15 +156,14 @@ def _hull_deepest_on_segment(hull, R, p, e0, e1, end_distances):
   slope = planes[:, 0] * direction[0] + planes[:, 1] * direction[1] + planes[:, 2] * direction[2]
   planes_at = lambda t: jnp.max(offset + t * slope)
   t_inside = _golden_minimum(planes_at, x0.dtype)
-  corners = [hull.vertices[hull.triangles[:, j], :3] for j in range(3)]   # (T, 3) each
-  starts = jnp.concatenate(corners)
-  ends = jnp.concatenate(corners[1:] + corners[:1])
-  on_axis, on_edge = jax.vmap(geometry.segment_segment, in_axes=(None, None, 0, 0))(
-      x0, x1, starts, ends)
-  k = reduce.argmax(-jnp.sum((on_axis - on_edge) ** 2, axis=-1))
-  t_edge = jnp.clip(safe.divide(jnp.dot(on_axis[k] - x0, direction),
+  corners = [hull.vertices[hull.triangles[:, j], :3].T for j in range(3)]   # (3, T) each
+  starts = jnp.concatenate(corners, axis=1)                              # (3, 3T) edges
+  ends = jnp.concatenate(corners[1:] + corners[:1], axis=1)
+  on_axis, on_edge = geometry.segment_segment(x0[:, None], x1[:, None], starts, ends)
+  k = reduce.argmax(-jnp.sum((on_axis - on_edge) ** 2, axis=0))
+  t_edge = jnp.clip(safe.divide(jnp.dot(on_axis[:, k] - x0, direction),
                                 jnp.dot(direction, direction)), 0.0, 1.0)
-  edge_distance = safe.norm(on_axis[k] - on_edge[k])
+  edge_distance = safe.norm(on_axis[:, k] - on_edge[:, k])
   d0, d1 = end_distances
   t_outside = jnp.where(edge_distance < jnp.minimum(d0, d1), t_edge,
                         jnp.where(d1 < d0, 1.0, 0.0))

@@ -67,9 +67,9 @@ def point_triangles(x, a, b, c):
 def point_hull(c, hull, R, p):
   """Closest point of a convex hull (`shapes.Hull`, placed by R, p) to the world point c,
   exact: outside, the nearest of its boundary triangles' closest points (normal along
-  c - q); inside (or on the surface), the nearest face plane (its normal, q the projection
-  of c onto it). Padded table rows change nothing (their planes always hold, their
-  triangles are a hull vertex)."""
+  c - q); inside, on the surface or within rounding of it, the nearest face plane (its
+  normal, q the projection of c onto it). Padded table rows change nothing (their planes
+  always hold, their triangles are a hull vertex)."""
   x = _mv(R.T, c - p)
   planes = hull.planes
   s = planes[:, 0] * x[0] + planes[:, 1] * x[1] + planes[:, 2] * x[2] + planes[:, 3]
@@ -79,7 +79,11 @@ def point_hull(c, hull, R, p):
   closest = point_triangles(x, a, b, d)
   j = reduce.argmax(-jnp.sum((x[:, None] - closest) ** 2, axis=0))
   q_out = closest[:, j]
-  outside = s_max > 0.0
+  # Within rounding of the surface x - q is noise (its direction arbitrary, its derivative
+  # not unit): there the nearest face plane serves, off by at most that rounding.
+  rounding = 64 * jnp.finfo(x.dtype).eps * (jnp.max(jnp.abs(x))
+                                            + jnp.max(jnp.abs(hull.vertices[:, :3])))
+  outside = s_max > rounding
   n_local = jnp.where(outside, safe.normalize(x - q_out, fallback=face_normal), face_normal)
   q_local = jnp.where(outside, q_out, x - s_max * face_normal)
   sd = jnp.where(outside, safe.norm(x - q_out), s_max)
@@ -178,10 +182,14 @@ def capsule_surface_point(center, radius, axis_out, toward, depth):
 
 
 def segment_segment(p1, q1, p2, q2):
-  """Closest points of segments [p1,q1], [p2,q2] (Ericson, RTCD 5.1.9), gradient-safe."""
+  """Closest points of segments [p1,q1], [p2,q2] (Ericson, RTCD 5.1.9), gradient-safe.
+  Coordinates along the first axis: (3,) points, or (3, E) rows of E segment pairs
+  (broadcasting, e.g. p1 (3, 1) against p2 (3, E): one segment against E, every operation
+  on (E,) rows)."""
+  dot = lambda u, v: u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
   d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-  a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, r)
-  c, b = jnp.dot(d1, r), jnp.dot(d1, d2)
+  a, e, f = dot(d1, d1), dot(d2, d2), dot(d2, r)
+  c, b = dot(d1, r), dot(d1, d2)
   denom = a * e - b * b
   parallel = denom <= 1e-12 * a * e
   s = jnp.where(parallel, 0.0, jnp.clip(safe.divide(b * f - c * e, jnp.where(parallel, 0.0, denom)),
