@@ -1,6 +1,7 @@
 """Cost of one narrowphase pair call under jit(vmap) on this machine (microseconds per pair).
 
-    python benchmarks/narrowphase_cost.py [--batch 1024] [--dtype float32] [--pairs box-cylinder ...]
+    python benchmarks/narrowphase_cost.py [--batch 1024] [--repeats 20] [--dtype float32]
+        [--pairs box-cylinder ...]
 
 Random near-touching poses (tests/collision/oracle.py's generator needs scipy; numpy only here);
 mesh shapes are random 64-vertex hulls.
@@ -73,23 +74,28 @@ def measure(ta, tb, batch, dtype, repeats=20):
   return compile_s, per_pair_us
 
 
-def main():
+def main(argv=None):
+  """Prints and returns [(pair name, us per pair, compile s)] for the pairs asked."""
   parser = argparse.ArgumentParser()
   parser.add_argument("--batch", type=int, default=1024)
+  parser.add_argument("--repeats", type=int, default=20)
   parser.add_argument("--dtype", default="float32")
   parser.add_argument("--pairs", nargs="*", default=[
       "sphere-sphere", "box-box", "box-halfspace", "box-capsule", "box-cylinder", "box-cone",
       "cylinder-cylinder", "cylinder-cone", "cone-cone", "mesh-halfspace", "sphere-mesh",
       "box-mesh", "mesh-mesh"])
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
   dtype = jnp.dtype(args.dtype)
   print(f"batch {args.batch}, {args.dtype}, {jax.devices()[0].platform}")
+  rows = []
   for name in args.pairs:
     a, b = name.split("-")
-    compile_s, us = measure(NAMES[a], NAMES[b], args.batch, dtype)
+    compile_s, us = measure(NAMES[a], NAMES[b], args.batch, dtype, args.repeats)
     print(f"{name:20s} {us:8.2f} us/pair   compile {compile_s:5.1f} s")
+    rows.append((name, us, compile_s))
+  return rows
 
 
 if __name__ == "__main__":

@@ -39,6 +39,18 @@ def test_mjcf_models_against_mjx_quick(tmp_path):
   assert json.loads(out.read_text())["rows"] == rows
 
 
+def test_narrowphase_cost_quick():
+  """The per-pair cost benchmark at batch 2, one repeat, on a primitive pair and the hull
+  pairs (random 64-vertex hulls with their triangle tables): positive, finite figures."""
+  rows = _load("narrowphase_cost").main(["--batch", "2", "--repeats", "1", "--pairs",
+                                         "box-box", "mesh-halfspace", "sphere-mesh",
+                                         "capsule-mesh"])
+  assert [name for name, *_ in rows] == ["box-box", "mesh-halfspace", "sphere-mesh",
+                                         "capsule-mesh"]
+  for name, us, compile_s in rows:
+    assert np.isfinite(us) and us > 0 and np.isfinite(compile_s) and compile_s > 0, name
+
+
 def test_gradients_quick(tmp_path):
   """The gradient benchmark in its reduced mode: rates and times positive and finite, the
   ratios their quotients, the gradient finite, the JSON the row. Reverse mode keeps a step's
