@@ -11,7 +11,8 @@ Size parameters are RaiSim's objectParam, a (4,) array:
     CAPSULE    (radius, height, 0, 0) height = distance between the hemisphere centres
     MESH       (0, 0, 0, 0)          a convex hull: its geometry is a `Hull` of its rows of
                                      the hull tables (`ShapeModel.hull_vertices` (V, 4): xyz,
-                                     1 for a vertex and 0 for padding; `hull_planes` (F, 4)),
+                                     1 for a vertex and 0 for padding; `hull_planes` (F, 4);
+                                     `hull_triangles` (T, 3) int32),
                                      passed in place of the size to the functions that take
                                      one
     HALFSPACE  (height, 0, 0, 0)      RaiSim's Ground: world plane z = height, solid below

@@ -606,6 +606,31 @@ def test_a_capsule_against_a_cube_hull_gets_the_box_capsule_pair_s_contacts():
   assert min(checked.values()) >= 10, checked
 
 
+@pytest.mark.parametrize("angle", [1e-3, 2e-4])
+def test_a_float32_capsule_nearly_along_a_hull_edge_touches_where_it_is_nearest(angle):
+  """float32: a capsule (r 0.1, length 1.6) whose axis passes 1e-5 m outside a cube hull's
+  edge at its middle, `angle` off parallel to the edge: the deepest contact is the axis
+  point nearest the edge, depth 0.1 - 1e-5 (to float32 rounding). Its parameter along the
+  edge came from a - e b^2 differences that cancel there (it was 1.7e-5 off at 1e-3 rad;
+  at 2e-4 rad the pair was taken as parallel and the point dropped)."""
+  hull = collision_mesh.convex_hull(np.array(list(itertools.product((-1.0, 1.0), repeat=3))))
+  vertices, planes, triangles = collision_mesh.hull_tables([hull])
+  rows = Hull(jnp.asarray(vertices[0], jnp.float32), jnp.asarray(planes[0], jnp.float32),
+              jnp.asarray(triangles[0]))
+  axis = np.array([1.0, angle, -angle]) / np.linalg.norm([1.0, angle, -angle])
+  x = np.cross([0.0, 0.0, 1.0], axis)
+  x /= np.linalg.norm(x)
+  R_a = np.stack([x, np.cross(axis, x), axis], 1)            # the capsule's z along `axis`
+  out = narrowphase.collide(ShapeType.CAPSULE, ShapeType.MESH,
+                            jnp.array([0.1, 1.6, 0.0, 0.0], jnp.float32),
+                            jnp.asarray(R_a, jnp.float32),
+                            jnp.array([0.0, 1.0 + 1e-5, 1.0 + 1e-5], jnp.float32), rows,
+                            jnp.eye(3, dtype=jnp.float32), jnp.zeros(3, jnp.float32),
+                            margin=MARGIN)
+  deepest = float(jnp.max(jnp.where(out.valid, out.depth, -1.0)))
+  assert deepest == pytest.approx(0.1 - 1e-5, abs=3e-7)
+
+
 def test_a_capsule_near_a_random_hull_finds_the_least_distance_of_its_axis():
   """A capsule's axis near a random hull (16 points), separated or crossing, 100 poses,
   float64: the deepest contact's depth is the radius minus the least signed distance of the

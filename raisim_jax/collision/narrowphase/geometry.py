@@ -187,13 +187,20 @@ def segment_segment(p1, q1, p2, q2):
   (broadcasting, e.g. p1 (3, 1) against p2 (3, E): one segment against E, every operation
   on (E,) rows)."""
   dot = lambda u, v: u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+  cross = lambda u, v: jnp.stack([u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                                  u[0] * v[1] - u[1] * v[0]])
   d1, d2, r = q1 - p1, q2 - p2, p1 - p2
   a, e, f = dot(d1, d1), dot(d2, d2), dot(d2, r)
   c, b = dot(d1, r), dot(d1, d2)
-  denom = a * e - b * b
+  # a e - b^2 and b f - c e by Lagrange's identity, as |d1 x d2|^2 and (d1 x d2) . (d2 x r):
+  # written as differences they cancel for nearly parallel segments (float32: the parameter
+  # was noise at 1e-3 rad, and a capsule along a hull edge got its contact at the wrong place).
+  normal = cross(d1, d2)
+  denom = dot(normal, normal)
   parallel = denom <= 1e-12 * a * e
-  s = jnp.where(parallel, 0.0, jnp.clip(safe.divide(b * f - c * e, jnp.where(parallel, 0.0, denom)),
-                                         0.0, 1.0))
+  s = jnp.where(parallel, 0.0,
+                jnp.clip(safe.divide(dot(normal, cross(d2, r)), jnp.where(parallel, 0.0, denom)),
+                         0.0, 1.0))
   t = safe.divide(b * s + f, e)
   s = jnp.where(t < 0.0, jnp.clip(safe.divide(-c, a), 0.0, 1.0),
                 jnp.where(t > 1.0, jnp.clip(safe.divide(b - c, a), 0.0, 1.0), s))
