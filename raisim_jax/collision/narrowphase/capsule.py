@@ -151,9 +151,8 @@ def _hull_deepest_on_segment(hull, R, p, e0, e1, end_distances):
   hull's edges (segment-segment closest points against every triangle edge)."""
   x0, x1 = _mv(R.T, e0 - p), _mv(R.T, e1 - p)
   planes = hull.planes
-  offset = planes[:, 0] * x0[0] + planes[:, 1] * x0[1] + planes[:, 2] * x0[2] + planes[:, 3]
   direction = x1 - x0
-  slope = planes[:, 0] * direction[0] + planes[:, 1] * direction[1] + planes[:, 2] * direction[2]
+  offset, slope = _mv(planes[:, :3], x0) + planes[:, 3], _mv(planes[:, :3], direction)
   planes_at = lambda t: jnp.max(offset + t * slope)
   t_inside = _golden_minimum(planes_at, x0.dtype)
   corners = [hull.vertices[hull.triangles[:, j], :3].T for j in range(3)]   # (3, T) each

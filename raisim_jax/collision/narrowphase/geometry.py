@@ -72,7 +72,7 @@ def point_hull(c, hull, R, p):
   always hold, their triangles are a hull vertex)."""
   x = _mv(R.T, c - p)
   planes = hull.planes
-  s = planes[:, 0] * x[0] + planes[:, 1] * x[1] + planes[:, 2] * x[2] + planes[:, 3]
+  s = _mv(planes[:, :3], x) + planes[:, 3]
   k = reduce.argmax(s)
   s_max, face_normal = s[k], planes[k, :3]
   a, b, d = (hull.vertices[hull.triangles[:, j], :3].T for j in range(3))   # (3, T) each
