@@ -473,14 +473,14 @@ def test_capacity_overflow_is_reported():
 # ---- batching and gradients ------------------------------------------------------------------
 
 @pytest.mark.xla_optimized
-def test_vmap_over_1024_contact_worlds_equals_sequential():
+def test_vmap_over_256_contact_worlds_equals_sequential():
   world = rj.World()
   world.setTimeStep(2e-3)
   world.addGround()
   world.addBox(0.4, 0.3, 0.2, 1.0)
   world.addSphere(0.1, 1.0)
   model, state = world.compile()
-  n = 1024
+  n = 256
   rng = np.random.default_rng(1)
   rows = model.num_bodies   # ground, box, sphere, then the World's padding rows
   position = np.zeros((n, rows, 3))
@@ -493,11 +493,14 @@ def test_vmap_over_1024_contact_worlds_equals_sequential():
       position=jnp.asarray(position), linear_velocity=jnp.asarray(velocity)))
   run = jax.jit(lambda s: rj.rollout(model, s, 10)[0])
   batched = jax.jit(jax.vmap(run))(batch)
+  # Every world finite, not only the compared ones (unguarded CG divisions once left 45 of
+  # 1,024 worlds NaN: island_block._conjugate_gradients).
+  assert np.all(np.isfinite(np.asarray(batched.bodies.position)))
   # The batched and the one-world programs vectorize differently, so they round differently,
   # and ten steps of contacts amplify that: 9.6e-12 m on an AVX2 CPU (AMD EPYC; below 1e-12
   # on the AVX-512 machine the tolerance was set on). A solve decision that hangs on rounding
   # (the island block move taken in one and not the other) moved worlds by 1e-6 m.
-  for i in range(0, n, 37):
+  for i in range(0, n, 9):
     one = run(jax.tree.map(lambda x: x[i], batch))
     np.testing.assert_allclose(batched.bodies.position[i], one.bodies.position, rtol=1e-12,
                                atol=5e-11)

@@ -111,7 +111,8 @@ def _python(code, *args, env=None):
 
 
 def test_sharded_batch_on_8_host_devices_equals_one_device():
-  result = _python(SHARDED, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
+  result = _python(SHARDED, env={"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")
+                                 + " --xla_force_host_platform_device_count=8"})
   assert "sharded ok" in result.stdout, result.stdout + result.stderr[-3000:]
 
 

@@ -300,8 +300,8 @@ def _conjugate_gradients(operator, rhs, preconditioner):
   preconditioned conjugate gradients: at most CG_ITERATIONS steps, stopping at a relative
   residual of CG_TOLERANCE_ULPS ulps or at a breakdown (a zero or negative curvature p.Ap or
   r.z, which rounding produces once the residual is exhausted). `jax.scipy.sparse.linalg.cg`
-  divides by both unguarded: with it, 45 of 1,024 vmapped worlds of
-  tests/test_contacts.py::test_vmap_over_1024_contact_worlds_equals_sequential ended NaN, and
+  divides by both unguarded: with it, 45 of 1,024 vmapped worlds of the batched-contacts test
+  (tests/test_contacts.py, then at 1,024 worlds) ended NaN, and
   so did a reverse-mode derivative through an aligned two-box stack.
   Differentiated implicitly (`lax.custom_linear_solve`): the tangent is one more solve."""
   dtype = rhs.dtype

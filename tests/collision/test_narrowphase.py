@@ -133,4 +133,5 @@ def test_pair_matches_oracle(pair):
 @pytest.mark.xla_optimized
 @pytest.mark.parametrize("pair", _params(PAIRS), ids=pair_id)
 def test_pair_matches_oracle_many_poses(pair):
-  check_pair(pair, 200, seed=1000 + hash(pair) % 1000)
+  # 100 poses: the brute-force oracle runs in Python (cone-cone took 76 s of CI at 200).
+  check_pair(pair, 100, seed=1000 + hash(pair) % 1000)
