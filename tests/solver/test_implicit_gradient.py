@@ -159,23 +159,30 @@ def test_gradient_memory_does_not_grow_with_the_sweep_cap():
 
 def test_batched_gradient_is_finite_where_worlds_have_no_contacts():
   """Worlds of a batch with no contact (the box thrown up) next to sliding ones: padded
-  slots, empty solves and the batch-wide loops give finite, per-world gradients."""
+  slots, empty solves and the batch-wide loops give finite, per-world gradients, of the
+  final pose and of a loss over every slot's impulse (inactive ones included). One function
+  returns both, so the batched and the single gradient are one program each."""
   model, state = _sliding_box_world()
-  final = _final_pose(model, state, 10)
-  velocities = jnp.array([[1.5, 0.2, 0.0], [0.0, 0.0, 3.0], [0.5, -0.1, 0.0]])
-  batched = np.asarray(jax.jit(jax.vmap(jax.jacrev(final)))(velocities))
-  assert np.all(np.isfinite(batched))
-  for k in range(3):
-    single = np.asarray(jax.jit(jax.jacrev(final))(velocities[k]))
-    np.testing.assert_allclose(batched[k], single, atol=1e-10)
-  # Thrown up, out of contact: x(T) = x0 + vx T exactly.
-  assert batched[1][0, 0] == pytest.approx(10 * 2e-3, rel=1e-12)
-  # A loss over every slot's impulse (inactive ones included) stays finite.
-  def impulses(velocity):
+
+  def pose_and_impulses(velocity):
     start = state.replace(bodies=state.bodies.replace(
         linear_velocity=state.bodies.linear_velocity.at[1].set(velocity)))
-    return jnp.sum(rj.rollout(model, start, 3)[0].contacts.impulse ** 2)
-  assert np.all(np.isfinite(np.asarray(jax.jit(jax.vmap(jax.grad(impulses)))(velocities))))
+    end = rj.rollout(model, start, 10)[0]
+    pose = jnp.concatenate([end.bodies.position[1], end.bodies.linear_velocity[1],
+                            end.bodies.angular_velocity[1], end.bodies.position[2],
+                            end.bodies.linear_velocity[2], end.bodies.angular_velocity[2]])
+    return jnp.concatenate([pose, jnp.sum(end.contacts.impulse ** 2)[None]])
+
+  velocities = jnp.array([[1.5, 0.2, 0.0], [0.0, 0.0, 3.0], [0.5, -0.1, 0.0]])
+  batched = np.asarray(jax.jit(jax.vmap(jax.jacrev(pose_and_impulses)))(velocities))
+  assert batched.shape == (3, 19, 3)
+  assert np.all(np.isfinite(batched))
+  single_gradient = jax.jit(jax.jacrev(pose_and_impulses))
+  for k in range(3):
+    single = np.asarray(single_gradient(velocities[k]))
+    np.testing.assert_allclose(batched[k, :18], single[:18], atol=1e-10)
+  # Thrown up, out of contact: x(T) = x0 + vx T exactly.
+  assert batched[1][0, 0] == pytest.approx(10 * 2e-3, rel=1e-12)
 
 
 def test_world_sets_the_gradient_and_rejects_unknown_ones():
