@@ -83,33 +83,40 @@ def _release_compiled_functions():
   jax.clear_caches()
 
 
-# The files that take longest (worker-seconds in a cold suite on 2 cores, 2026-12-03, from
-# `benchmarks/suite_compile_time.py`; every file above 100 s), run first so that no worker is
-# left with a long file while the others have finished: pytest-xdist's `--dist loadfile` hands
-# files out in collection order once its reordering by test count is off. Scheduling only: a
-# stale entry costs time, never correctness.
+# The files that take longest (worker-seconds in a cold suite on 2 cores, 2026-12-07, from
+# `benchmarks/suite_compile_time.py`, with the LLVM-IR emitters above and before this stop's
+# cuts of PPO, the batched contacts, the oracle sweeps, the resting runs and the implicit
+# gradient; every file above 150 s), run first so that no worker is left with a long file
+# while the others have finished: pytest-xdist's `--dist loadfile` hands files out in
+# collection order once its reordering by test count is off. Scheduling only: a stale entry
+# costs time, never correctness.
 _LONGEST_FILES_FIRST = (
-    "tests/solver/test_gauss_seidel.py",        # 479 s
-    "tests/test_envs.py",                       # 362 s
-    "tests/test_benchmarks.py",                 # 296 s
-    "tests/test_notebooks.py",                  # 289 s
-    "tests/collision/test_narrowphase.py",      # 269 s
-    "tests/test_contacts.py",                   # 255 s
-    "tests/test_resting_stacks.py",             # 219 s
-    "tests/collision/test_scenarios.py",        # 205 s
-    "tests/test_resting_sphere_pyramid.py",     # 176 s
-    "tests/test_dense_linalg.py",               # 167 s
-    "tests/legged/test_articulated_contacts.py",  # 160 s
-    "tests/test_multi_device.py",               # 157 s
-    "tests/solver/test_static_friction.py",     # 153 s
-    "tests/legged/test_standing.py",            # 140 s
-    "tests/test_readme_and_demo.py",            # 131 s
-    "tests/test_batching_and_gradients.py",     # 122 s
-    "tests/test_pytree_gradients.py",           # 120 s
-    "tests/test_sleeping.py",                   # 117 s
-    "tests/test_smoothing.py",                  # 113 s
-    "tests/legged/test_trot.py",                # 110 s
-    "tests/test_trajectory_optimization.py",    # 106 s
+    "tests/solver/test_implicit_gradient.py",           # 1,132 s
+    "tests/solver/test_gauss_seidel.py",                # 858 s
+    "tests/test_envs.py",                               # 666 s
+    "tests/test_resting_stacks.py",                     # 578 s
+    "tests/test_benchmarks.py",                         # 541 s
+    "tests/test_contacts.py",                           # 486 s
+    "tests/collision/test_narrowphase.py",              # 484 s
+    "tests/test_notebooks.py",                          # 472 s
+    "tests/test_resting_sphere_pyramid.py",             # 428 s
+    "tests/collision/test_mesh_collision.py",           # 359 s
+    "tests/test_readme_and_demo.py",                    # 343 s
+    "tests/collision/test_scenarios.py",                # 325 s
+    "tests/test_world_meshes.py",                       # 316 s
+    "tests/legged/test_standing.py",                    # 315 s
+    "tests/test_dense_linalg.py",                       # 284 s
+    "tests/test_multi_device.py",                       # 248 s
+    "tests/legged/test_articulated_contacts.py",        # 246 s
+    "tests/articulated/test_dynamics_vs_pinocchio.py",  # 246 s
+    "tests/test_bounces.py",                            # 237 s
+    "tests/test_world_files.py",                        # 206 s
+    "tests/test_smoothing.py",                          # 200 s
+    "tests/legged/test_trot.py",                        # 188 s
+    "tests/solver/test_static_friction.py",             # 183 s
+    "tests/test_trajectory_optimization.py",            # 181 s
+    "tests/test_third_party_robots.py",                 # 170 s
+    "tests/test_batching_and_gradients.py",             # 152 s
 )
 
 
