@@ -11,9 +11,9 @@ import os
 # compile. Measured one core, -O0: a 4-body step 39.7 -> 13.8 s, the quadruped's 100-step
 # rollout 73 -> 35 s with its step 8.3 -> 3.2 ms. The same HLO program; optimized compiles
 # gain little (52.9 / 68.6 -> 51.6 / 47.3 s), so the package leaves the choice to its users.
+SUITE_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                             + " --xla_cpu_use_fusion_emitters=false").strip()
+  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

@@ -209,9 +209,10 @@ def test_batched_runs_split_over_host_devices_as_on_one_device():
         assert len(inputs.bodies.position.sharding.device_set) == 1
       print("ok")
   """)
-  # The suite's own XLA flags (tests/conftest.py), not a device count or Eigen setting a
-  # user's environment may add.
-  environment = dict(os.environ, XLA_FLAGS="--xla_cpu_use_fusion_emitters=false")
+  # The suite's own XLA flags, not a device count or Eigen setting a user's environment may
+  # add.
+  from tests.conftest import SUITE_XLA_FLAGS
+  environment = dict(os.environ, XLA_FLAGS=SUITE_XLA_FLAGS)
   result = subprocess.run([sys.executable, "-c", script, os.path.join(BENCHMARKS, "..")],
                           env=environment, capture_output=True, text=True, timeout=600)
   assert result.stdout.strip().endswith("ok"), result.stdout + result.stderr

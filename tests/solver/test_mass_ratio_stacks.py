@@ -123,9 +123,7 @@ def test_the_move_on_the_active_rows_alone_is_the_move_on_every_row(monkeypatch)
     for a, b in ((compacted.bodies.position, every_row.bodies.position),
                  (compacted.bodies.linear_velocity, every_row.bodies.linear_velocity),
                  (compacted.contacts.impulse, every_row.contacts.impulse)):
-      # atol 1e-11: the lateral velocities are rounding noise around 0 (~1e-12), which the
-      # extra Newton steps reshuffle by up to 2.0e-12 (XLA's LLVM-IR emitters, conftest.py).
-      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-11)
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-12)
 
 
 def test_the_newton_steps_stop_where_the_multipliers_stop_moving(monkeypatch):
